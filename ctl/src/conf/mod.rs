@@ -1,0 +1,147 @@
+//! The configuration: every object an operator created, with references kept valid.
+//!
+//! [`Config::apply`] validates a command against the whole configuration before it changes
+//! anything, so a rejected command leaves the configuration exactly as it was.
+//! [`save`] writes it back as ns.conf; [`load`] replays such a file through the same parser.
+
+mod apply;
+pub mod model;
+pub mod save;
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use indexmap::IndexMap;
+
+use crate::error::{CliError, ErrorKind, Result};
+pub use model::*;
+pub use save::{SaveError, load, render, replay_text, save_atomic};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub lb_parameter: LbParameterSettings,
+    pub ns_ips: IndexMap<Ipv4Addr, NsIp>,
+    pub routes: Vec<Route>,
+    pub servers: IndexMap<String, Server>,
+    pub metric_tables: IndexMap<String, MetricTable>,
+    pub monitors: IndexMap<String, Monitor>,
+    pub services: IndexMap<String, Service>,
+    pub vservers: IndexMap<String, Vserver>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            lb_parameter: LbParameterSettings::default(),
+            ns_ips: IndexMap::new(),
+            routes: Vec::new(),
+            servers: IndexMap::new(),
+            metric_tables: IndexMap::new(),
+            monitors: builtin_monitors()
+                .into_iter()
+                .map(|m| (m.name.0.clone(), m))
+                .collect(),
+            services: IndexMap::new(),
+            vservers: IndexMap::new(),
+        }
+    }
+}
+
+/// Counts printed by `fulcrumd --check-config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    pub vservers: usize,
+    pub services: usize,
+    pub monitors: usize,
+    pub bindings: usize,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} vservers, {} services, {} monitors, {} bindings",
+            self.vservers, self.services, self.monitors, self.bindings
+        )
+    }
+}
+
+fn no_such(arg: &str, name: &str) -> CliError {
+    CliError::arg_value(ErrorKind::NoSuchResource, arg, name)
+}
+
+impl Config {
+    /// User-defined objects (built-in monitors are not counted); bindings are service↔vserver
+    /// and monitor↔service bindings.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            vservers: self.vservers.len(),
+            services: self.services.len(),
+            monitors: self.monitors.values().filter(|m| !m.builtin).count(),
+            bindings: self
+                .vservers
+                .values()
+                .map(|v| v.bindings.len())
+                .sum::<usize>()
+                + self
+                    .services
+                    .values()
+                    .map(|s| s.monitors.len())
+                    .sum::<usize>(),
+        }
+    }
+
+    pub fn service(&self, arg: &str, name: &str) -> Result<&Service> {
+        self.services.get(name).ok_or_else(|| no_such(arg, name))
+    }
+
+    pub fn vserver(&self, arg: &str, name: &str) -> Result<&Vserver> {
+        self.vservers.get(name).ok_or_else(|| no_such(arg, name))
+    }
+
+    pub fn monitor(&self, arg: &str, name: &str) -> Result<&Monitor> {
+        self.monitors.get(name).ok_or_else(|| no_such(arg, name))
+    }
+
+    pub fn server(&self, arg: &str, name: &str) -> Result<&Server> {
+        self.servers.get(name).ok_or_else(|| no_such(arg, name))
+    }
+
+    pub fn metric_table(&self, arg: &str, name: &str) -> Result<&MetricTable> {
+        self.metric_tables
+            .get(name)
+            .ok_or_else(|| no_such(arg, name))
+    }
+
+    /// The address of a service (through its server).
+    pub fn service_addr(&self, service: &Service) -> Option<IpAddr> {
+        self.servers.get(service.server.as_str()).map(|s| s.addr)
+    }
+
+    /// The monitors that decide a service's state: the bound ones, or the default monitor,
+    /// or none with `-healthMonitor NO`.
+    pub fn effective_monitors<'a>(
+        &'a self,
+        service: &'a Service,
+    ) -> Vec<(&'a Monitor, MonitorBindSettings)> {
+        if !service.settings.health_monitor.is_yes() {
+            return Vec::new();
+        }
+        if service.monitors.is_empty() {
+            return self
+                .monitors
+                .get(service.default_monitor())
+                .map(|m| (m, MonitorBindSettings::default()))
+                .into_iter()
+                .collect();
+        }
+        service
+            .monitors
+            .iter()
+            .filter_map(|b| {
+                self.monitors
+                    .get(b.monitor.as_str())
+                    .map(|m| (m, b.settings.clone()))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,661 @@
+//! The command table: every command of the language declared once — verb, object, positional
+//! arguments, options, help and how it becomes a [`Command`]. The parser, `help` and shell
+//! completion all read this table.
+
+use crate::command::{Command, DEFAULT_METRIC_WEIGHT};
+use crate::conf::model::{
+    LbParameterSettings, MonitorBindSettings, MonitorSettings, NsIpSettings, OutputFormat,
+    ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
+};
+use crate::error::{CliError, ErrorKind, Result};
+use crate::keywords;
+use crate::lex::{Token, expand_ranges, tokenize};
+use crate::settings;
+use crate::settings::{OptSpec, Settings};
+use crate::value::{ArgValue, Arity, Bounded, Name, YesNo, match_keyword};
+
+keywords! {
+    pub enum Verb {
+        Add = "add",
+        Rm = "rm",
+        Set = "set",
+        Unset = "unset",
+        Bind = "bind",
+        Unbind = "unbind",
+        Enable = "enable",
+        Disable = "disable",
+        Rename = "rename",
+        Save = "save",
+        Show = "show",
+        Stat = "stat",
+        Help = "help",
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Object {
+    NsIp,
+    Route,
+    Server,
+    Service,
+    LbVserver,
+    LbMonitor,
+    LbMetricTable,
+    LbParameter,
+    NsConfig,
+    NsRunningConfig,
+}
+
+/// The words that name each object; several spellings may name one object.
+const OBJECT_WORDS: &[(&[&str], Object)] = &[
+    (&["ns", "ip"], Object::NsIp),
+    (&["route"], Object::Route),
+    (&["server"], Object::Server),
+    (&["service"], Object::Service),
+    (&["lb", "vserver"], Object::LbVserver),
+    (&["lb", "monitor"], Object::LbMonitor),
+    (&["monitor"], Object::LbMonitor),
+    (&["lb", "metricTable"], Object::LbMetricTable),
+    (&["lb", "parameter"], Object::LbParameter),
+    (&["ns", "config"], Object::NsConfig),
+    (&["ns", "runningConfig"], Object::NsRunningConfig),
+];
+
+impl Object {
+    /// The canonical words (`lb vserver`).
+    pub fn words(self) -> &'static [&'static str] {
+        OBJECT_WORDS
+            .iter()
+            .find(|(_, o)| *o == self)
+            .map_or(&[], |(w, _)| w)
+    }
+}
+
+/// A positional argument.
+#[derive(Clone, Copy, Debug)]
+pub struct PosSpec {
+    pub name: &'static str,
+    pub required: bool,
+    pub value_help: fn() -> String,
+}
+
+const fn req<T: ArgValue>(name: &'static str) -> PosSpec {
+    PosSpec {
+        name,
+        required: true,
+        value_help: T::help,
+    }
+}
+
+const fn opt<T: ArgValue>(name: &'static str) -> PosSpec {
+    PosSpec {
+        name,
+        required: false,
+        value_help: T::help,
+    }
+}
+
+/// One command of the language.
+#[derive(Debug)]
+pub struct CommandSpec {
+    pub verb: Verb,
+    pub object: Object,
+    pub positionals: &'static [PosSpec],
+    /// Option tables; `unset` commands take the names without values.
+    pub options: &'static [&'static [OptSpec]],
+    pub names_only: bool,
+    pub help: &'static str,
+    pub build: fn(&Args) -> Result<Command>,
+}
+
+impl CommandSpec {
+    pub fn all_options(&self) -> impl Iterator<Item = &'static OptSpec> + Clone {
+        self.options.iter().flat_map(|t| t.iter())
+    }
+
+    /// `add service <name> <IP | serverName> <serviceType> <port> [-maxClient <0-…>] …`
+    pub fn synopsis(&self) -> String {
+        let mut s = format!("{} {}", self.verb, self.object.words().join(" "));
+        for p in self.positionals {
+            if p.required {
+                s.push_str(&format!(" <{}>", p.name));
+            } else {
+                s.push_str(&format!(" [<{}>]", p.name));
+            }
+        }
+        for o in self.all_options() {
+            s.push_str(&format!(" [-{}", o.name));
+            let v = (o.value_help)();
+            if !self.names_only && !v.is_empty() {
+                s.push(' ');
+                s.push_str(&v);
+            }
+            s.push(']');
+        }
+        s
+    }
+}
+
+settings! {
+    /// `-monitorName` of `bind/unbind service`.
+    pub struct MonitorNameOpt / MonitorNameSetting / MonitorNameKey {
+        monitor_name: Option<Name> = None, "monitorName", MonitorName, "Monitor to bind";
+    }
+}
+
+settings! {
+    /// `bind/unbind lb monitor <mon> -metric …`.
+    pub struct MetricBindOpts / MetricBindSetting / MetricBindKey {
+        metric: Option<Name> = None, "metric", Metric, "Metric of the monitor's metric table";
+        metric_threshold: Option<Bounded<0, 4_294_967_295>> = None, "metricThreshold", MetricThreshold, "Threshold (0 = metric ignored)";
+        metric_weight: Bounded<1, 100> = DEFAULT_METRIC_WEIGHT, "metricWeight", MetricWeight, "Weight of the metric in the load";
+    }
+}
+
+settings! {
+    /// `disable service <name> [<delay>] -graceFul`.
+    pub struct DisableServiceOpts / DisableServiceSetting / DisableServiceKey {
+        graceful: YesNo = YesNo::No, "graceFul", Graceful, "Wait for existing connections to close";
+    }
+}
+
+settings! {
+    /// `show` and `stat` output format.
+    pub struct OutputOpts / OutputSetting / OutputKey {
+        format: OutputFormat = OutputFormat::Text, "format", Format, "TEXT (NetScaler layout) or JSON";
+    }
+}
+
+const NONE: &[&[OptSpec]] = &[];
+const NAME: &[PosSpec] = &[req::<Name>("name")];
+const RENAME: &[PosSpec] = &[req::<Name>("name"), req::<Name>("newName")];
+const SHOW_NAME: &[PosSpec] = &[opt::<Name>("name")];
+const OUTPUT: &[&[OptSpec]] = &[OutputOpts::OPTIONS];
+
+fn missing(arg: &str) -> CliError {
+    CliError::arg(ErrorKind::RequiredArgumentMissing, arg)
+}
+
+fn output(a: &Args) -> Result<OutputFormat> {
+    Ok(OutputOpts::default()
+        .with(&a.settings::<OutputOpts>()?)
+        .format)
+}
+
+macro_rules! cmd {
+    (unset $obj:ident, $pos:expr, $opts:expr, $help:literal, $build:expr) => {
+        CommandSpec {
+            verb: Verb::Unset,
+            object: Object::$obj,
+            positionals: $pos,
+            options: $opts,
+            names_only: true,
+            help: $help,
+            build: $build,
+        }
+    };
+    ($verb:ident $obj:ident, $pos:expr, $opts:expr, $help:literal, $build:expr) => {
+        CommandSpec {
+            verb: Verb::$verb,
+            object: Object::$obj,
+            positionals: $pos,
+            options: $opts,
+            names_only: false,
+            help: $help,
+            build: $build,
+        }
+    };
+}
+
+/// Every command of the language.
+pub static COMMANDS: &[CommandSpec] = &[
+    // ns ip, route
+    cmd!(Add NsIp, &[req::<std::net::Ipv4Addr>("IPAddress"), req::<crate::value::Netmask>("netmask")],
+        &[NsIpSettings::OPTIONS], "Add a SNIP or VIP",
+        |a| Ok(Command::AddNsIp { addr: a.pos(0)?, netmask: a.pos(1)?, settings: a.settings::<NsIpSettings>()? })),
+    cmd!(Rm NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], NONE, "Remove a SNIP or VIP",
+        |a| Ok(Command::RmNsIp { addr: a.pos(0)? })),
+    cmd!(Show NsIp, &[], OUTPUT, "Show the SNIPs and VIPs",
+        |a| Ok(Command::Show { object: Object::NsIp, name: None, format: output(a)? })),
+    cmd!(Add Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
+        NONE, "Add a static route",
+        |a| Ok(Command::AddRoute { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? })),
+    cmd!(Rm Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
+        NONE, "Remove a static route",
+        |a| Ok(Command::RmRoute { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? })),
+    cmd!(Show Route, &[], OUTPUT, "Show the routes",
+        |a| Ok(Command::Show { object: Object::Route, name: None, format: output(a)? })),
+    // server
+    cmd!(Add Server, &[req::<Name>("name"), req::<std::net::IpAddr>("IPAddress")], &[ServerSettings::OPTIONS],
+        "Add a server", |a| Ok(Command::AddServer { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? })),
+    cmd!(Rm Server, NAME, NONE, "Remove a server (no service may use it)", |a| Ok(Command::RmServer { name: a.pos(0)? })),
+    cmd!(Rename Server, RENAME, NONE, "Rename a server", |a| Ok(Command::RenameServer { name: a.pos(0)?, new_name: a.pos(1)? })),
+    cmd!(Enable Server, NAME, NONE, "Enable a server", |a| Ok(Command::EnableServer { name: a.pos(0)? })),
+    cmd!(Disable Server, NAME, NONE, "Disable a server", |a| Ok(Command::DisableServer { name: a.pos(0)? })),
+    cmd!(Show Server, SHOW_NAME, OUTPUT, "Show servers",
+        |a| Ok(Command::Show { object: Object::Server, name: a.pos_opt(0)?, format: output(a)? })),
+    // service
+    cmd!(Add Service, &[req::<Name>("name"), req::<Name>("IP | serverName"), req::<crate::conf::model::ServiceType>("serviceType"), req::<crate::value::Port>("port")],
+    &[ServiceSettings::OPTIONS], "Add a service",
+    |a| Ok(Command::AddService {
+        name: a.pos(0)?,
+        server: a.pos(1)?,
+        service_type: a.pos(2)?,
+        port: a.pos(3)?,
+        settings: a.settings::<ServiceSettings>()?,
+    })),
+    cmd!(Set Service, NAME, &[ServiceSettings::OPTIONS], "Change a service",
+        |a| Ok(Command::SetService { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? })),
+    cmd!(unset Service, NAME, &[ServiceSettings::OPTIONS], "Return service options to their defaults",
+        |a| Ok(Command::UnsetService { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? })),
+    cmd!(Rm Service, NAME, NONE, "Remove a service (and its bindings)", |a| Ok(Command::RmService { name: a.pos(0)? })),
+    cmd!(Rename Service, RENAME, NONE, "Rename a service", |a| Ok(Command::RenameService { name: a.pos(0)?, new_name: a.pos(1)? })),
+    cmd!(Enable Service, NAME, NONE, "Enable a service", |a| Ok(Command::EnableService { name: a.pos(0)? })),
+    cmd!(Disable Service, &[req::<Name>("name"), opt::<crate::conf::model::Seconds>("delay")], &[DisableServiceOpts::OPTIONS],
+    "Take a service out of service, at once, after a delay, or gracefully",
+    |a| Ok(Command::DisableService {
+        name: a.pos(0)?,
+        delay: a.pos_opt(1)?,
+        graceful: DisableServiceOpts::default().with(&a.settings::<DisableServiceOpts>()?).graceful,
+    })),
+    cmd!(Bind Service, NAME, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS], "Bind a monitor to a service",
+    |a| Ok(Command::BindServiceMonitor {
+        service: a.pos(0)?,
+        monitor: MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name.ok_or_else(|| missing("monitorName"))?,
+        settings: a.settings::<MonitorBindSettings>()?,
+    })),
+    cmd!(Unbind Service, NAME, &[MonitorNameOpt::OPTIONS], "Unbind a monitor from a service",
+    |a| Ok(Command::UnbindServiceMonitor {
+        service: a.pos(0)?,
+        monitor: MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name.ok_or_else(|| missing("monitorName"))?,
+    })),
+    cmd!(Show Service, SHOW_NAME, OUTPUT, "Show services",
+        |a| Ok(Command::Show { object: Object::Service, name: a.pos_opt(0)?, format: output(a)? })),
+    cmd!(Stat Service, SHOW_NAME, OUTPUT, "Service statistics",
+        |a| Ok(Command::Stat { object: Object::Service, name: a.pos_opt(0)?, format: output(a)? })),
+    // lb vserver
+    cmd!(Add LbVserver, &[req::<Name>("name"), req::<crate::conf::model::ServiceType>("serviceType"), opt::<std::net::IpAddr>("IPAddress"), opt::<crate::value::Port>("port")],
+    &[VserverSettings::OPTIONS], "Add a load-balancing virtual server",
+    |a| {
+        let vip = match (a.pos_opt(2)?, a.pos_opt(3)?) {
+            (Some(ip), Some(port)) => Some((ip, port)),
+            (None, None) => None,
+            (Some(_), None) => return Err(missing("port")),
+            (None, Some(_)) => return Err(missing("IPAddress")),
+        };
+        Ok(Command::AddLbVserver { name: a.pos(0)?, service_type: a.pos(1)?, vip, settings: a.settings::<VserverSettings>()? })
+    }),
+    cmd!(Set LbVserver, NAME, &[VserverSettings::OPTIONS], "Change a virtual server",
+        |a| Ok(Command::SetLbVserver { name: a.pos(0)?, settings: a.settings::<VserverSettings>()? })),
+    cmd!(unset LbVserver, NAME, &[VserverSettings::OPTIONS], "Return virtual server options to their defaults",
+        |a| Ok(Command::UnsetLbVserver { name: a.pos(0)?, keys: a.keys::<VserverSettings>()? })),
+    cmd!(Rm LbVserver, NAME, NONE, "Remove a virtual server", |a| Ok(Command::RmLbVserver { name: a.pos(0)? })),
+    cmd!(Rename LbVserver, RENAME, NONE, "Rename a virtual server", |a| Ok(Command::RenameLbVserver { name: a.pos(0)?, new_name: a.pos(1)? })),
+    cmd!(Enable LbVserver, NAME, NONE, "Enable a virtual server", |a| Ok(Command::EnableLbVserver { name: a.pos(0)? })),
+    cmd!(Disable LbVserver, NAME, NONE, "Disable a virtual server", |a| Ok(Command::DisableLbVserver { name: a.pos(0)? })),
+    cmd!(Bind LbVserver, &[req::<Name>("name"), req::<Name>("serviceName")], &[VsBindSettings::OPTIONS],
+        "Bind a service to a virtual server",
+        |a| Ok(Command::BindLbVserver { vserver: a.pos(0)?, service: a.pos(1)?, settings: a.settings::<VsBindSettings>()? })),
+    cmd!(Unbind LbVserver, &[req::<Name>("name"), req::<Name>("serviceName")], NONE,
+        "Unbind a service from a virtual server",
+        |a| Ok(Command::UnbindLbVserver { vserver: a.pos(0)?, service: a.pos(1)? })),
+    cmd!(Show LbVserver, SHOW_NAME, OUTPUT, "Show virtual servers",
+        |a| Ok(Command::Show { object: Object::LbVserver, name: a.pos_opt(0)?, format: output(a)? })),
+    cmd!(Stat LbVserver, SHOW_NAME, OUTPUT, "Virtual server statistics",
+        |a| Ok(Command::Stat { object: Object::LbVserver, name: a.pos_opt(0)?, format: output(a)? })),
+    // lb monitor
+    cmd!(Add LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
+        "Add a monitor",
+        |a| Ok(Command::AddLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? })),
+    cmd!(Set LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
+        "Change a monitor",
+        |a| Ok(Command::SetLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? })),
+    cmd!(unset LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
+        "Return monitor options to their defaults",
+        |a| Ok(Command::UnsetLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, keys: a.keys::<MonitorSettings>()? })),
+    cmd!(Rm LbMonitor, &[req::<Name>("monitorName"), opt::<crate::conf::model::MonitorType>("type")], NONE,
+        "Remove a monitor (it must not be bound)",
+        |a| Ok(Command::RmLbMonitor { name: a.pos(0)?, monitor_type: a.pos_opt(1)? })),
+    cmd!(Rename LbMonitor, RENAME, NONE, "Rename a monitor",
+        |a| Ok(Command::RenameLbMonitor { name: a.pos(0)?, new_name: a.pos(1)? })),
+    cmd!(Bind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
+    "Bind a metric to a LOAD monitor",
+    |a| {
+        let o = MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?);
+        Ok(Command::BindLbMonitorMetric {
+            monitor: a.pos(0)?,
+            metric: o.metric.ok_or_else(|| missing("metric"))?,
+            threshold: o.metric_threshold.ok_or_else(|| missing("metricThreshold"))?.get(),
+            weight: o.metric_weight.get(),
+        })
+    }),
+    cmd!(Unbind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
+    "Unbind a metric from a LOAD monitor",
+    |a| Ok(Command::UnbindLbMonitorMetric {
+        monitor: a.pos(0)?,
+        metric: MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?).metric.ok_or_else(|| missing("metric"))?,
+    })),
+    cmd!(Enable LbMonitor, &[req::<Name>("serviceName"), opt::<Name>("monitorName")], NONE,
+        "Enable monitor bindings of a service",
+        |a| Ok(Command::EnableLbMonitor { service: a.pos(0)?, monitor: a.pos_opt(1)? })),
+    cmd!(Disable LbMonitor, &[req::<Name>("serviceName"), opt::<Name>("monitorName")], NONE,
+        "Disable monitor bindings of a service",
+        |a| Ok(Command::DisableLbMonitor { service: a.pos(0)?, monitor: a.pos_opt(1)? })),
+    cmd!(Show LbMonitor, SHOW_NAME, OUTPUT, "Show monitors",
+        |a| Ok(Command::Show { object: Object::LbMonitor, name: a.pos_opt(0)?, format: output(a)? })),
+    // lb metricTable
+    cmd!(Add LbMetricTable, &[req::<Name>("metricTable")], NONE, "Add a metric table",
+        |a| Ok(Command::AddLbMetricTable { name: a.pos(0)? })),
+    cmd!(Rm LbMetricTable, &[req::<Name>("metricTable")], NONE, "Remove a metric table (no monitor may use it)",
+        |a| Ok(Command::RmLbMetricTable { name: a.pos(0)? })),
+    cmd!(Bind LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric"), req::<crate::value::Oid>("SNMPOID")], NONE,
+        "Add a metric (name and SNMP OID) to a table",
+        |a| Ok(Command::BindLbMetricTable { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? })),
+    cmd!(Set LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric"), req::<crate::value::Oid>("SNMPOID")], NONE,
+        "Change the OID of a metric",
+        |a| Ok(Command::SetLbMetricTable { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? })),
+    cmd!(Unbind LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric")], NONE,
+        "Remove a metric from a table",
+        |a| Ok(Command::UnbindLbMetricTable { table: a.pos(0)?, metric: a.pos(1)? })),
+    cmd!(Show LbMetricTable, SHOW_NAME, OUTPUT, "Show metric tables",
+        |a| Ok(Command::Show { object: Object::LbMetricTable, name: a.pos_opt(0)?, format: output(a)? })),
+    // lb parameter, ns config
+    cmd!(Set LbParameter, &[], &[LbParameterSettings::OPTIONS], "Change global load-balancing parameters",
+        |a| Ok(Command::SetLbParameter { settings: a.settings::<LbParameterSettings>()? })),
+    cmd!(unset LbParameter, &[], &[LbParameterSettings::OPTIONS], "Return global parameters to their defaults",
+        |a| Ok(Command::UnsetLbParameter { keys: a.keys::<LbParameterSettings>()? })),
+    cmd!(Show LbParameter, &[], OUTPUT, "Show global load-balancing parameters",
+        |a| Ok(Command::Show { object: Object::LbParameter, name: None, format: output(a)? })),
+    cmd!(Save NsConfig, &[], NONE, "Write the running configuration to ns.conf", |_| Ok(Command::SaveNsConfig)),
+    cmd!(Show NsRunningConfig, &[], NONE, "Show the running configuration as commands",
+        |_| Ok(Command::Show { object: Object::NsRunningConfig, name: None, format: OutputFormat::Text })),
+];
+
+/// A command line split into its arguments, ready for the command's `build`.
+#[derive(Debug)]
+pub struct Args {
+    pub spec: &'static CommandSpec,
+    pub positionals: Vec<Token>,
+    pub options: Vec<(&'static OptSpec, Vec<Token>)>,
+}
+
+impl Args {
+    /// A required positional argument (presence was checked when splitting).
+    pub fn pos<T: ArgValue>(&self, i: usize) -> Result<T> {
+        let spec = &self.spec.positionals[i];
+        let tok = self.positionals.get(i).ok_or_else(|| missing(spec.name))?;
+        T::parse(spec.name, std::slice::from_ref(tok))
+    }
+
+    pub fn pos_opt<T: ArgValue>(&self, i: usize) -> Result<Option<T>> {
+        match self.positionals.get(i) {
+            None => Ok(None),
+            Some(tok) => {
+                T::parse(self.spec.positionals[i].name, std::slice::from_ref(tok)).map(Some)
+            }
+        }
+    }
+
+    /// The options that belong to `S`, typed.
+    pub fn settings<S: Settings>(&self) -> Result<Vec<S::Setting>> {
+        self.options
+            .iter()
+            .filter(|(o, _)| S::key_of(o.name).is_some())
+            .map(|(o, toks)| S::parse_setting(o.name, toks))
+            .collect()
+    }
+
+    /// `unset`: the option names given, as keys of `S`.
+    pub fn keys<S: Settings>(&self) -> Result<Vec<S::Key>> {
+        let keys: Vec<S::Key> = self
+            .options
+            .iter()
+            .filter_map(|(o, _)| S::key_of(o.name))
+            .collect();
+        if keys.is_empty() {
+            return Err(missing("option to unset"));
+        }
+        Ok(keys)
+    }
+}
+
+/// Parses one line into the commands it stands for (several when it holds `[a-b]` ranges;
+/// none for a blank or comment line).
+pub fn parse_line(line: &str) -> Result<Vec<Command>> {
+    let tokens = tokenize(line)?;
+    if tokens.is_empty() {
+        return Ok(Vec::new());
+    }
+    expand_ranges(tokens)?
+        .into_iter()
+        .map(|t| parse_tokens(&t))
+        .collect()
+}
+
+fn find_spec(tokens: &[Token]) -> Result<(&'static CommandSpec, usize)> {
+    let first = &tokens[0].text;
+    let verb = match_keyword(first, Verb::ALL.iter().map(|v| (v.keyword(), *v)))
+        .ok_or_else(|| CliError::arg(ErrorKind::NoSuchCommand, first.clone()))?;
+    // (object words, spec) for every spelling of every object this verb takes.
+    let mut candidates: Vec<(&[&str], &'static CommandSpec)> = COMMANDS
+        .iter()
+        .filter(|c| c.verb == verb)
+        .flat_map(|c| {
+            OBJECT_WORDS
+                .iter()
+                .filter(move |(_, o)| *o == c.object)
+                .map(move |(w, _)| (*w, c))
+        })
+        .collect();
+    let mut depth = 0;
+    while candidates.iter().any(|(w, _)| w.len() > depth) {
+        let Some(tok) = tokens.get(1 + depth) else {
+            return Err(CliError::arg(ErrorKind::NoSuchCommand, tokens_text(tokens))
+                .with_detail("Incomplete command"));
+        };
+        let words = candidates
+            .iter()
+            .filter(|(w, _)| w.len() > depth)
+            .map(|(w, _)| (w[depth], w[depth]));
+        let word = match_keyword(&tok.text, words).ok_or_else(|| {
+            CliError::arg(ErrorKind::NoSuchCommand, tokens_text(&tokens[..=1 + depth]))
+        })?;
+        candidates.retain(|(w, _)| w.get(depth) == Some(&word));
+        depth += 1;
+    }
+    let spec = candidates
+        .first()
+        .map(|(_, s)| *s)
+        .ok_or_else(|| CliError::arg(ErrorKind::NoSuchCommand, first.clone()))?;
+    Ok((spec, 1 + depth))
+}
+
+fn tokens_text(tokens: &[Token]) -> String {
+    tokens
+        .iter()
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Splits the arguments after the object words into positionals and options.
+fn split_args(spec: &'static CommandSpec, rest: &[Token]) -> Result<Args> {
+    let mut positionals = Vec::new();
+    let mut options: Vec<(&'static OptSpec, Vec<Token>)> = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let tok = &rest[i];
+        i += 1;
+        if !tok.is_option() {
+            if positionals.len() >= spec.positionals.len() {
+                return Err(CliError::arg(ErrorKind::NoSuchArgument, tok.text.clone()));
+            }
+            positionals.push(tok.clone());
+            continue;
+        }
+        let name = &tok.text[1..];
+        let opt = match_keyword(name, spec.all_options().map(|o| (o.name, o)))
+            .ok_or_else(|| CliError::arg(ErrorKind::NoSuchArgument, tok.text.clone()))?;
+        if options.iter().any(|(o, _)| o.name == opt.name) {
+            return Err(CliError::arg(
+                ErrorKind::DuplicateArgument,
+                format!("-{}", opt.name),
+            ));
+        }
+        let mut values = Vec::new();
+        let arity = if spec.names_only {
+            Arity::Flag
+        } else {
+            opt.arity
+        };
+        match arity {
+            Arity::Flag => {}
+            Arity::One | Arity::WithUnit(_) => {
+                match rest.get(i) {
+                    Some(v) if !v.is_option() => values.push(v.clone()),
+                    _ => return Err(missing(opt.name)),
+                }
+                i += 1;
+                if let (Arity::WithUnit(units), Some(u)) = (arity, rest.get(i)) {
+                    if !u.quoted && match_keyword(&u.text, units.iter().map(|w| (*w, ()))).is_some()
+                    {
+                        values.push(u.clone());
+                        i += 1;
+                    }
+                }
+            }
+            Arity::Many => {
+                while let Some(v) = rest.get(i).filter(|v| !v.is_option()) {
+                    values.push(v.clone());
+                    i += 1;
+                }
+                if values.is_empty() {
+                    return Err(missing(opt.name));
+                }
+            }
+        }
+        options.push((opt, values));
+    }
+    if let Some(p) = spec
+        .positionals
+        .get(positionals.len())
+        .filter(|p| p.required)
+    {
+        return Err(missing(p.name));
+    }
+    Ok(Args {
+        spec,
+        positionals,
+        options,
+    })
+}
+
+/// Parses one already tokenized and range-expanded command.
+pub fn parse_tokens(tokens: &[Token]) -> Result<Command> {
+    if tokens.first().is_some_and(|t| {
+        match_keyword(&t.text, Verb::ALL.iter().map(|v| (v.keyword(), *v))) == Some(Verb::Help)
+    }) {
+        let topic = (tokens.len() > 1).then(|| tokens_text(&tokens[1..]));
+        return Ok(Command::Help { topic });
+    }
+    let (spec, used) = find_spec(tokens)?;
+    let args = split_args(spec, &tokens[used..])?;
+    (spec.build)(&args)
+}
+
+/// `help` and `help <verb> [<object>]`: synopses and option descriptions from the table.
+pub fn help(topic: Option<&str>) -> String {
+    let mut out = String::new();
+    let tokens = topic
+        .map(tokenize)
+        .transpose()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let specs: Vec<&CommandSpec> = match tokens.first() {
+        None => COMMANDS.iter().collect(),
+        Some(_) => match find_spec(&tokens) {
+            Ok((spec, _)) => vec![spec],
+            Err(_) => {
+                let verb =
+                    match_keyword(&tokens[0].text, Verb::ALL.iter().map(|v| (v.keyword(), *v)));
+                COMMANDS.iter().filter(|c| Some(c.verb) == verb).collect()
+            }
+        },
+    };
+    if specs.len() == 1 {
+        let spec = specs[0];
+        out.push_str(&format!("{}\n  {}\n", spec.synopsis(), spec.help));
+        for o in spec.all_options() {
+            out.push_str(&format!("  -{:<20} {}\n", o.name, o.help));
+        }
+    } else {
+        for spec in specs {
+            let mut line = format!("{} {}", spec.verb, spec.object.words().join(" "));
+            for p in spec.positionals {
+                line.push_str(&if p.required {
+                    format!(" <{}>", p.name)
+                } else {
+                    format!(" [<{}>]", p.name)
+                });
+            }
+            out.push_str(&format!("{line:<60} {}\n", spec.help));
+        }
+    }
+    out
+}
+
+/// Completions for the last word of `line` (verbs, object words, option names).
+pub fn complete(line: &str) -> Vec<String> {
+    let Ok(mut tokens) = tokenize(line) else {
+        return Vec::new();
+    };
+    let partial = if line.ends_with(char::is_whitespace) || tokens.is_empty() {
+        String::new()
+    } else {
+        tokens.pop().map(|t| t.text).unwrap_or_default()
+    };
+    let starts =
+        |w: &str| w.len() >= partial.len() && w[..partial.len()].eq_ignore_ascii_case(&partial);
+    if tokens.is_empty() {
+        return Verb::ALL
+            .iter()
+            .map(|v| v.keyword().to_owned())
+            .filter(|w| starts(w))
+            .collect();
+    }
+    // Object words that continue what was typed so far.
+    let verb = match_keyword(&tokens[0].text, Verb::ALL.iter().map(|v| (v.keyword(), *v)));
+    let mut words: Vec<String> = Vec::new();
+    for c in COMMANDS.iter().filter(|c| Some(c.verb) == verb) {
+        for (w, _) in OBJECT_WORDS.iter().filter(|(_, o)| *o == c.object) {
+            let typed = &tokens[1..];
+            if typed.len() < w.len()
+                && typed
+                    .iter()
+                    .zip(w.iter())
+                    .all(|(t, w)| match_keyword(&t.text, [(*w, ())].into_iter()).is_some())
+            {
+                words.push(w[typed.len()].to_owned());
+            }
+        }
+    }
+    if words.is_empty() {
+        if let Ok((spec, _)) = find_spec(&tokens) {
+            if partial.starts_with('-') || partial.is_empty() {
+                let p = partial.trim_start_matches('-');
+                words = spec
+                    .all_options()
+                    .filter(|o| {
+                        o.name.len() >= p.len() && o.name[..p.len()].eq_ignore_ascii_case(p)
+                    })
+                    .map(|o| format!("-{}", o.name))
+                    .collect();
+                return words;
+            }
+        }
+    }
+    words.sort();
+    words.dedup();
+    words.into_iter().filter(|w| starts(w)).collect()
+}

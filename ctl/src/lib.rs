@@ -1,0 +1,23 @@
+//! # ctl — Fulcrum's command language and configuration
+//!
+//! Layers, each depending only on the ones above it:
+//!
+//! * [`error`] — NetScaler-style errors (`ERROR: <message> [<argument>, <value>]`).
+//! * [`lex`] — tokens, quoting, `[a-b]` range expansion.
+//! * [`value`] — typed argument values (ranges, keywords, durations with units, addresses).
+//! * [`settings`] — option sets declared once (defaults, names, help, parse, write back).
+//! * [`grammar`] — the command table; parsing into [`command::Command`], `help`, completion.
+//! * [`conf`] — the configuration model, validation on apply, ns.conf save and replay.
+#![forbid(unsafe_code)]
+
+pub mod command;
+pub mod conf;
+pub mod error;
+pub mod grammar;
+pub mod lex;
+pub mod settings;
+pub mod value;
+
+pub use command::Command;
+pub use conf::Config;
+pub use error::{CliError, ErrorKind};
