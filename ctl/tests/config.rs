@@ -1,0 +1,501 @@
+//! The configuration model through the command language: validation, atomicity and the
+//! ns.conf round trip.
+
+use ctl::Config;
+use ctl::conf::{render, replay_text, save_atomic};
+use ctl::grammar::parse_line;
+use ctl::lex::quote;
+
+/// Runs one line against `config`; returns the printed error, if any.
+fn run(config: &mut Config, line: &str) -> Result<(), String> {
+    parse_line(line)
+        .and_then(|cmds| config.apply_all(&cmds))
+        .map_err(|e| e.to_string())
+}
+
+fn config_of(lines: &[&str]) -> Config {
+    let mut c = Config::default();
+    for l in lines {
+        run(&mut c, l).unwrap_or_else(|e| panic!("{l}: {e}"));
+    }
+    c
+}
+
+const BASE: &[&str] = &[
+    "add ns ip 198.18.0.2 255.255.255.0 -type SNIP",
+    "add server web1 198.18.0.11",
+    "add service svc1 web1 HTTP 80",
+    "add service svc2 198.18.0.12 HTTP 80",
+    "add lb vserver vs1 HTTP 198.19.0.10 80 -lbMethod ROUNDROBIN",
+    "bind lb vserver vs1 svc1 -weight 3",
+    "add lb monitor mon-ecv TCP-ECV -send PING -recv PONG",
+];
+
+/// Each bad line gets exactly this error and leaves the configuration unchanged.
+#[test]
+fn bad_commands_are_rejected_in_netscaler_form_and_change_nothing() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "frobnicate lb vserver x",
+            "ERROR: No such command [frobnicate]",
+        ),
+        ("add lb vserver", "ERROR: Required argument missing [name]"),
+        ("add lb", "ERROR: Incomplete command [add lb]"),
+        (
+            "add service svc1 web1 HTTP 80",
+            "ERROR: Resource already exists [name, svc1]",
+        ),
+        (
+            "add server web1 198.18.0.99",
+            "ERROR: Resource already exists [name, web1]",
+        ),
+        (
+            "bind lb vserver nope svc1",
+            "ERROR: No such resource [name, nope]",
+        ),
+        (
+            "bind lb vserver vs1 nope",
+            "ERROR: No such resource [serviceName, nope]",
+        ),
+        (
+            "bind lb vserver vs1 svc1",
+            "ERROR: Resource already bound [serviceName, svc1]",
+        ),
+        (
+            "bind lb vserver vs1 svc2 -weight 101",
+            "ERROR: Argument value out of range [weight, 101]",
+        ),
+        (
+            "bind lb vserver vs1 svc2 -weight 0",
+            "ERROR: Argument value out of range [weight, 0]",
+        ),
+        (
+            "bind lb vserver vs1 svc2 -weight heavy",
+            "ERROR: Invalid argument value [weight, heavy]",
+        ),
+        (
+            "bind lb vserver vs1 svc2 -color red",
+            "ERROR: No such argument [-color]",
+        ),
+        (
+            "add service svc3 nosuchserver HTTP 80",
+            "ERROR: No such resource [serverName, nosuchserver]",
+        ),
+        (
+            "add service svc3 web1 HTTP",
+            "ERROR: Required argument missing [port]",
+        ),
+        (
+            "add service svc3 web1 SSL 443",
+            "ERROR: Service type not supported by an L4 engine (use HTTP, TCP, UDP, SSL_BRIDGE, DNS or ANY) [serviceType, SSL]",
+        ),
+        (
+            "add lb vserver vs1 HTTP 198.19.0.10 81",
+            "ERROR: Resource already exists [name, vs1]",
+        ),
+        (
+            "add lb vserver vs2 TCP 198.19.0.10 80",
+            "ERROR: IP address and port combination already in use by vserver vs1 [IPAddress, 198.19.0.10:80]",
+        ),
+        (
+            "set lb vserver vs1 -lbMethod URLHASH",
+            "ERROR: Invalid argument value [lbMethod, URLHASH]",
+        ),
+        (
+            "set lb vserver vs1 -lbMethod LEAST",
+            "ERROR: Invalid argument value [lbMethod, LEAST]",
+        ),
+        (
+            "add lb monitor m1 HTTP -interval 2 -resptimeout 2",
+            "ERROR: Response timeout must be less than the interval [resptimeout, 2]",
+        ),
+        (
+            "add lb monitor m1 HTTP -interval 1500 MSEC",
+            "ERROR: Response timeout must be less than the interval [resptimeout, 2]",
+        ),
+        (
+            "add lb monitor m1 HTTP -retries 128",
+            "ERROR: Argument value out of range [retries, 128]",
+        ),
+        (
+            "add lb monitor m1 TCP-ECV -send hello",
+            "ERROR: TCP-ECV monitor needs both -send and -recv [recv]",
+        ),
+        (
+            "add lb monitor m1 TCP-ECV",
+            "ERROR: TCP-ECV monitor needs both -send and -recv [send]",
+        ),
+        (
+            "add lb monitor m1 UDP-ECV -send hello",
+            "ERROR: UDP-ECV monitor needs -recv [recv]",
+        ),
+        (
+            "add lb monitor m1 LOAD",
+            "ERROR: LOAD monitor needs -metricTable [metricTable]",
+        ),
+        (
+            "add lb monitor m1 LOAD -metricTable none",
+            "ERROR: No such resource [metricTable, none]",
+        ),
+        (
+            "add lb monitor m1 PING -send x",
+            "ERROR: Argument not applicable to this type [-send, PING]",
+        ),
+        (
+            "add lb monitor mon-ecv PING",
+            "ERROR: Resource already exists [monitorName, mon-ecv]",
+        ),
+        (
+            "set lb monitor mon-ecv HTTP -interval 10",
+            "ERROR: Monitor mon-ecv is of type TCP-ECV [type, HTTP]",
+        ),
+        (
+            "unset lb monitor mon-ecv TCP-ECV -recv",
+            "ERROR: TCP-ECV monitor needs both -send and -recv [recv]",
+        ),
+        (
+            "bind service svc1 -monitorName nope",
+            "ERROR: No such resource [monitorName, nope]",
+        ),
+        (
+            "bind service svc1",
+            "ERROR: Required argument missing [monitorName]",
+        ),
+        (
+            "unbind service svc1 -monitorName tcp-default",
+            "ERROR: Default monitor cannot be unbound from a service",
+        ),
+        (
+            "unbind service svc1 -monitorName mon-ecv",
+            "ERROR: Resource is not bound [monitorName, mon-ecv]",
+        ),
+        (
+            "rm lb monitor tcp-default",
+            "ERROR: Built-in monitor cannot be modified or removed [monitorName, tcp-default]",
+        ),
+        (
+            "rm server web1",
+            "ERROR: Server is used by service svc1 [name, web1]",
+        ),
+        (
+            "rename service svc1 svc2",
+            "ERROR: Resource already exists [newName, svc2]",
+        ),
+        (
+            "add route 198.20.0.1 255.255.0.0 198.18.0.1",
+            "ERROR: Network address has host bits set [network, 198.20.0.1]",
+        ),
+        (
+            "add route 198.20.0.0 255.255.0.0 198.19.9.1",
+            "ERROR: Gateway is not in the subnet of any SNIP [gateway, 198.19.9.1]",
+        ),
+        (
+            "add ns ip 198.18.0.2 255.255.255.0",
+            "ERROR: Resource already exists [IPAddress, 198.18.0.2]",
+        ),
+        (
+            "add ns ip 198.18.0.3 255.0.255.0",
+            "ERROR: Invalid argument value [netmask, 255.0.255.0]",
+        ),
+        ("add lb vserver vs9 UDP 198.19.0.11 53", ""),
+        (
+            "add lb vserver vs8 HTTP 198.19.0.12 *",
+            "ERROR: Port * needs service type ANY, TCP or UDP [port, *]",
+        ),
+        (
+            "add lb monitor m1 HTTP -send \"unterminated",
+            "ERROR: Unterminated quoted string",
+        ),
+        (
+            "add server s[1-3] 198.18.0.[1-2]",
+            "ERROR: Ranges in one command must have the same length [198.18.0.[1-2]]",
+        ),
+        (
+            "add lb vserver vs1 HTTP -lbMethod ROUNDROBIN -lbMethod LRTM",
+            "ERROR: Argument specified more than once [-lbMethod]",
+        ),
+        (
+            "bind lb vserver vs1 svc2 -w",
+            "ERROR: Required argument missing [weight]",
+        ),
+        (
+            "set lb vserver vs1 -resp 3",
+            "ERROR: No such argument [-resp]",
+        ),
+        (
+            "add lb monitor m1 HTTP -res 3",
+            "ERROR: No such argument [-res]",
+        ),
+        ("save ns config", "ERROR: Not a configuration command"),
+    ];
+    let base = config_of(BASE);
+    for (line, expected) in cases {
+        let mut c = base.clone();
+        let got = run(&mut c, line);
+        if expected.is_empty() {
+            got.unwrap_or_else(|e| panic!("{line}: {e}"));
+            continue;
+        }
+        assert_eq!(
+            got.as_ref().err().map(String::as_str),
+            Some(*expected),
+            "{line}"
+        );
+        assert_eq!(c, base, "{line} changed the configuration");
+    }
+}
+
+#[test]
+fn udp_service_cannot_join_a_tcp_vserver() {
+    let mut c = config_of(BASE);
+    run(&mut c, "add service dns1 198.18.0.13 DNS 53").unwrap();
+    let before = c.clone();
+    let e = run(&mut c, "bind lb vserver vs1 dns1").unwrap_err();
+    assert_eq!(
+        e,
+        "ERROR: Service type DNS cannot be bound to a HTTP vserver [serviceName, dns1]"
+    );
+    assert_eq!(c, before);
+}
+
+#[test]
+fn keywords_are_case_insensitive_and_abbreviable() {
+    let c = config_of(
+        &[
+            "ADD SERVER web1 198.18.0.11",
+            "add servi svc1 web1 http 80 -maxcl 100",
+            "add lb vs vs1 tcp 198.19.0.10 80 -lbmeth leastp",
+            "bind lb vs vs1 svc1 -weig 7",
+            "add mon m1 TCP -LRTM enabled -inter 500 msec -resptimeout 100 ms",
+            "sh lb vs",
+        ][..5],
+    );
+    let vs = &c.vservers["vs1"];
+    assert_eq!(vs.settings.lb_method, ctl::conf::LbMethod::LeastPackets);
+    assert_eq!(vs.bindings[0].settings.weight.get(), 7);
+    assert_eq!(c.services["svc1"].settings.max_client.get(), 100);
+    assert_eq!(c.monitors["m1"].settings.interval.millis(), 500);
+    assert!(parse_line("sh lb vs").is_ok());
+    assert!(
+        parse_line("s lb vs").is_err(),
+        "s is ambiguous between set, save, show, stat"
+    );
+}
+
+#[test]
+fn ranges_apply_all_or_nothing() {
+    let mut c = config_of(&["add server s2 198.18.0.2"]);
+    let before = c.clone();
+    // The second of three servers already exists: none of the three is added.
+    assert!(run(&mut c, "add server s[1-3] 198.18.1.[1-3]").is_err());
+    assert_eq!(c, before);
+    run(&mut c, "add server t[01-03] 198.18.1.[1-3]").unwrap();
+    assert_eq!(c.servers["t02"].addr.to_string(), "198.18.1.2");
+}
+
+#[test]
+fn rename_and_remove_keep_references_valid() {
+    let mut c = config_of(BASE);
+    run(&mut c, "bind service svc1 -monitorName mon-ecv").unwrap();
+    run(&mut c, "rename service svc1 front").unwrap();
+    assert_eq!(c.vservers["vs1"].bindings[0].service.as_str(), "front");
+    run(&mut c, "rename lb monitor mon-ecv ecv2").unwrap();
+    assert_eq!(c.services["front"].monitors[0].monitor.as_str(), "ecv2");
+    assert!(
+        run(&mut c, "rm lb monitor ecv2")
+            .unwrap_err()
+            .contains("bound to service front")
+    );
+    run(&mut c, "rm service front").unwrap();
+    assert!(c.vservers["vs1"].bindings.is_empty());
+    run(&mut c, "rm lb monitor ecv2 TCP-ECV").unwrap();
+    run(&mut c, "rename server web1 w1").unwrap();
+    assert!(c.servers.contains_key("w1"));
+}
+
+#[test]
+fn load_monitor_metrics_need_their_table() {
+    let mut c = config_of(&[
+        "add lb metricTable mem",
+        "bind lb metricTable mem used 1.3.6.1.4.1.5951.4.1.1.41.1.5",
+        "add lb monitor load1 LOAD -metricTable mem -snmpCommunity public",
+        "bind lb monitor load1 -metric used -metricThreshold 100 -metricWeight 2",
+    ]);
+    assert_eq!(
+        run(
+            &mut c,
+            "bind lb monitor load1 -metric free -metricThreshold 5"
+        )
+        .unwrap_err(),
+        "ERROR: No such resource [metric, free]"
+    );
+    assert_eq!(
+        run(&mut c, "bind lb monitor load1 -metric used").unwrap_err(),
+        "ERROR: Required argument missing [metricThreshold]"
+    );
+    assert!(
+        run(&mut c, "unbind lb metricTable mem used")
+            .unwrap_err()
+            .contains("bound to monitor load1")
+    );
+    assert!(
+        run(&mut c, "rm lb metricTable mem")
+            .unwrap_err()
+            .contains("used by monitor load1")
+    );
+    let m = &c.monitors["load1"];
+    assert_eq!((m.metrics[0].threshold, m.metrics[0].weight), (100, 2));
+}
+
+#[test]
+fn saved_file_replays_to_the_same_configuration() {
+    let mut c = config_of(BASE);
+    for l in [
+        "set lb parameter -startupRRFactor 5",
+        "add route 198.20.0.0 255.255.0.0 198.18.0.1",
+        "add lb monitor h1 HTTP -httpRequest \"GET /health \\\"x\\\"\" -respCode 200 301-302 -LRTM ENABLED",
+        "bind service svc1 -monitorName h1 -weight 2 -monState DISABLED",
+        "set lb monitor https HTTP -interval 10",
+        "unset lb monitor https HTTP -secure",
+        "disable service svc2",
+    ] {
+        run(&mut c, l).unwrap_or_else(|e| panic!("{l}: {e}"));
+    }
+    let text = render(&c, "test");
+    let (back, errors) = replay_text(&text);
+    assert!(errors.is_empty(), "{errors:?}\n{text}");
+    assert_eq!(back, c, "{text}");
+    assert_eq!(render(&back, "test"), text);
+    assert!(
+        text.contains("bind service svc1 -monitorName h1 -monState DISABLED -weight 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn replay_reports_each_bad_line_with_its_number() {
+    let text =
+        "add server a 198.18.0.1\n\n# comment\nadd server a 198.18.0.2\nbind lb vserver x y\n";
+    let (c, errors) = replay_text(text);
+    assert_eq!(c.servers.len(), 1);
+    let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [4, 5]);
+}
+
+#[test]
+fn save_is_atomic_and_rotates_backups() {
+    let dir = std::env::temp_dir().join(format!("fl-ctl-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ns.conf");
+    for i in 0..7 {
+        save_atomic(&path, &format!("# version {i}\n")).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# version 6\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ns.conf.0")).unwrap(),
+        "# version 5\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ns.conf.4")).unwrap(),
+        "# version 1\n"
+    );
+    assert!(!dir.join("ns.conf.5").exists() && !dir.join("ns.conf.tmp").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+mod round_trip {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        "[ -~]{1,12}".prop_map(|s| {
+            let mut q = String::new();
+            quote(&s, &mut q);
+            q
+        })
+    }
+
+    /// A random command line, valid or not, over small pools of names so that commands
+    /// refer to each other.
+    fn line() -> impl Strategy<Value = String> {
+        let ty = prop_oneof![
+            Just("HTTP"),
+            Just("TCP"),
+            Just("UDP"),
+            Just("DNS"),
+            Just("ANY"),
+            Just("SSL_BRIDGE")
+        ];
+        let method = prop_oneof![
+            Just("ROUNDROBIN"),
+            Just("LEASTCONNECTION"),
+            Just("LRTM"),
+            Just("LEASTPACKETS"),
+            Just("LEASTBANDWIDTH"),
+            Just("CUSTOMLOAD"),
+            Just("SOURCEIPHASH"),
+            Just("SRCIPSRCPORTHASH")
+        ];
+        let port = prop_oneof![
+            Just("80".to_owned()),
+            Just("*".to_owned()),
+            (1u16..).prop_map(|p| p.to_string())
+        ];
+        prop_oneof![
+            (0..4u8, 0..8u8).prop_map(|(i, j)| format!("add server srv{i} 198.18.1.{j}")),
+            (0..6u8, 0..4u8, ty.clone(), port.clone(), 0..3u8, any::<u16>())
+                .prop_map(|(i, s, t, p, k, n)| {
+                    let server = if k == 0 { format!("198.18.2.{s}") } else { format!("srv{s}") };
+                    let opts = match k { 0 => format!(" -maxClient {n}"), 1 => " -healthMonitor NO -state DISABLED".into(), _ => format!(" -cltTimeout {n} -hashId {}", n as u32 + 1) };
+                    format!("add service svc{i} {server} {t} {p}{opts}")
+                }),
+            (0..3u8, ty, 0..4u8, port, method).prop_map(|(i, t, j, p, m)| format!("add lb vserver vs{i} {t} 198.19.0.{j} {p} -lbMethod {m}")),
+            (0..3u8, 0..6u8, 0..120u8).prop_map(|(i, k, w)| format!("bind lb vserver vs{i} svc{k} -weight {w}")),
+            (0..3u8, 0..6u8).prop_map(|(i, k)| format!("unbind lb vserver vs{i} svc{k}")),
+            (0..4u8, 1..30u32, 0..3u8, text(), text()).prop_map(|(i, iv, k, a, b)| match k {
+                0 => format!("add lb monitor mon{i} TCP-ECV -send {a} -recv {b} -interval {iv} -LRTM ENABLED"),
+                1 => format!("add lb monitor mon{i} HTTP -httpRequest {a} -customHeaders {b} -respCode 200-204 -interval {iv} MIN"),
+                _ => format!("add lb monitor mon{i} DNS -query {a} -IPAddress 198.18.3.1 198.18.3.2 -resptimeout {iv}"),
+            }),
+            (0..6u8, 0..4u8, 1..101u8, any::<bool>()).prop_map(|(s, m, w, d)| {
+                let state = if d { " -monState DISABLED" } else { "" };
+                format!("bind service svc{s} -monitorName mon{m} -weight {w}{state}")
+            }),
+            (0..2u8).prop_map(|t| format!("add lb metricTable mt{t}")),
+            (0..2u8, 0..3u8, 1..99999u32).prop_map(|(t, m, n)| format!("bind lb metricTable mt{t} metric{m} 1.3.6.1.4.1.{n}.0")),
+            (0..2u8, 0..2u8, text()).prop_map(|(i, t, c)| format!("add lb monitor load{i} LOAD -metricTable mt{t} -snmpCommunity {c} -snmpVersion V2")),
+            (0..2u8, 0..3u8, 0..1000u32, 1..100u8).prop_map(|(i, m, t, w)| format!("bind lb monitor load{i} -metric metric{m} -metricThreshold {t} -metricWeight {w}")),
+            (0..6u8, 0..6u8).prop_map(|(a, b)| format!("rename service svc{a} svc{b}")),
+            (0..6u8).prop_map(|a| format!("rm service svc{a}")),
+            (0..4u8).prop_map(|a| format!("rm lb monitor mon{a}")),
+            (0..10u32).prop_map(|n| format!("set lb parameter -startupRRFactor {n} -usePortForHashLb NO")),
+            (1..60u32).prop_map(|n| format!("set lb monitor tcp-default TCP -interval {n} -LRTM ENABLED")),
+            Just("unset lb monitor https HTTP -secure".to_owned()),
+            (0..4u8, any::<bool>()).prop_map(|(i, v)| format!("add ns ip 198.18.{i}.254 255.255.255.0 -type {}", if v { "VIP" } else { "SNIP" })),
+            (0..4u8).prop_map(|i| format!("add route 198.20.{i}.0 255.255.255.0 198.18.{i}.1")),
+            (0..3u8).prop_map(|i| format!("set lb vserver vs{i} -netmask 255.255.255.0 -cltTimeout 77")),
+            (0..3u8).prop_map(|i| format!("disable lb vserver vs{i}")),
+            (0..6u8, 0..4u8).prop_map(|(s, m)| format!("disable lb monitor svc{s} mon{m}")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn save_then_replay_gives_the_same_configuration(lines in prop::collection::vec(line(), 0..60)) {
+            let mut config = Config::default();
+            for l in &lines {
+                let before = config.clone();
+                if run(&mut config, l).is_err() {
+                    prop_assert_eq!(&config, &before, "rejected line changed the configuration: {}", l);
+                }
+            }
+            let text = render(&config, "prop");
+            let (back, errors) = replay_text(&text);
+            prop_assert!(errors.is_empty(), "{:?}\n{}", errors, text);
+            prop_assert_eq!(&back, &config);
+            prop_assert_eq!(render(&back, "prop"), text);
+        }
+    }
+}
