@@ -1,1 +1,9 @@
-//! placeholder
+//! # engine — Fulcrum's data plane
+//!
+//! * [`lb`] — the selection core: NetScaler's methods over immutable pools, per-worker state.
+//! * [`counters`] — per-core, lock-free service counters with 14-second windows.
+//!
+//! The AF_XDP workers, flow tables and NAT build on these (see the data-plane issue).
+
+pub mod counters;
+pub mod lb;

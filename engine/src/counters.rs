@@ -1,0 +1,289 @@
+//! Per-service counters, sharded per core and lock-free.
+//!
+//! Each core owns one cache-line-aligned [`Slot`] per service and is its only writer, so
+//! updates are plain relaxed load-then-store (no atomic read-modify-write, no shared line);
+//! readers sum the slots of all cores. Packets and bytes are also kept in a sliding window of
+//! [`WINDOW_SECS`] one-second buckets, for LEASTPACKETS and LEASTBANDWIDTH. Time is passed
+//! in as whole seconds; nothing here reads a clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
+/// The window of LEASTPACKETS and LEASTBANDWIDTH, in seconds.
+pub const WINDOW_SECS: usize = 14;
+
+#[derive(Debug, Default)]
+struct Bucket {
+    packets: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// One core's counters for one service. 128-byte alignment keeps neighbouring slots off
+/// each other's cache lines (and off the adjacent-line prefetcher's pair).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Slot {
+    active: AtomicI64,
+    packets: AtomicU64,
+    bytes: AtomicU64,
+    window_packets: AtomicU64,
+    window_bytes: AtomicU64,
+    /// The second the newest bucket belongs to.
+    head: AtomicU64,
+    buckets: [Bucket; WINDOW_SECS],
+}
+
+/// Single-writer increment: only the owning core writes a slot.
+#[inline]
+fn bump(a: &AtomicU64, by: u64) {
+    a.store(a.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+#[inline]
+fn drop_by(a: &AtomicU64, by: u64) {
+    a.store(a.load(Relaxed).wrapping_sub(by), Relaxed);
+}
+
+impl Slot {
+    /// Moves the window forward to `now`, emptying the buckets that fell out of it.
+    #[inline]
+    fn advance(&self, now: u64) {
+        let head = self.head.load(Relaxed);
+        if now <= head {
+            return;
+        }
+        let steps = (now - head).min(WINDOW_SECS as u64);
+        for k in 1..=steps {
+            let b = &self.buckets[((head + k) % WINDOW_SECS as u64) as usize];
+            drop_by(&self.window_packets, b.packets.load(Relaxed));
+            drop_by(&self.window_bytes, b.bytes.load(Relaxed));
+            b.packets.store(0, Relaxed);
+            b.bytes.store(0, Relaxed);
+        }
+        self.head.store(now, Relaxed);
+    }
+
+    #[inline]
+    fn add(&self, now: u64, packets: u64, bytes: u64) {
+        self.advance(now);
+        // A late timestamp (now < head) counts in the newest bucket.
+        let b = &self.buckets[(self.head.load(Relaxed) % WINDOW_SECS as u64) as usize];
+        bump(&b.packets, packets);
+        bump(&b.bytes, bytes);
+        bump(&self.window_packets, packets);
+        bump(&self.window_bytes, bytes);
+        bump(&self.packets, packets);
+        bump(&self.bytes, bytes);
+    }
+}
+
+#[derive(Debug)]
+struct CoreSlots {
+    slots: Box<[Slot]>,
+}
+
+/// The counters of every service on every core.
+#[derive(Debug)]
+pub struct Counters {
+    cores: Box<[CoreSlots]>,
+    services: usize,
+}
+
+/// Summed counters of one service.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceTotals {
+    pub active: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub window_packets: u64,
+    pub window_bytes: u64,
+}
+
+impl Counters {
+    /// Counters for `services` services on `cores` cores, and the one writer of each core.
+    pub fn new(cores: usize, services: usize) -> (Arc<Self>, Vec<CoreWriter>) {
+        let counters = Arc::new(Self {
+            cores: (0..cores)
+                .map(|_| CoreSlots { slots: (0..services).map(|_| Slot::default()).collect() })
+                .collect(),
+            services,
+        });
+        let writers = (0..cores).map(|core| CoreWriter { counters: Arc::clone(&counters), core, last_tick: 0 }).collect();
+        (counters, writers)
+    }
+
+    pub fn services(&self) -> usize {
+        self.services
+    }
+
+    fn sum(&self, service: u32, f: impl Fn(&Slot) -> u64) -> u64 {
+        self.cores.iter().filter_map(|c| c.slots.get(service as usize)).map(f).fold(0, u64::wrapping_add)
+    }
+
+    /// Open flows of a service, over all cores.
+    #[inline]
+    pub fn active(&self, service: u32) -> u64 {
+        let sum: i64 = self.cores.iter().filter_map(|c| c.slots.get(service as usize)).map(|s| s.active.load(Relaxed)).sum();
+        sum.max(0) as u64
+    }
+
+    /// Packets in the window, as of each core's last update or tick.
+    #[inline]
+    pub fn window_packets(&self, service: u32) -> u64 {
+        self.sum(service, |s| s.window_packets.load(Relaxed))
+    }
+
+    #[inline]
+    pub fn window_bytes(&self, service: u32) -> u64 {
+        self.sum(service, |s| s.window_bytes.load(Relaxed))
+    }
+
+    pub fn totals(&self, service: u32) -> ServiceTotals {
+        ServiceTotals {
+            active: self.active(service),
+            packets: self.sum(service, |s| s.packets.load(Relaxed)),
+            bytes: self.sum(service, |s| s.bytes.load(Relaxed)),
+            window_packets: self.window_packets(service),
+            window_bytes: self.window_bytes(service),
+        }
+    }
+}
+
+/// The only writer of one core's slots. Not `Clone`: one per core.
+#[derive(Debug)]
+pub struct CoreWriter {
+    counters: Arc<Counters>,
+    core: usize,
+    last_tick: u64,
+}
+
+impl CoreWriter {
+    pub fn core(&self) -> usize {
+        self.core
+    }
+
+    #[inline]
+    fn slot(&self, service: u32) -> Option<&Slot> {
+        self.counters.cores.get(self.core)?.slots.get(service as usize)
+    }
+
+    #[inline]
+    pub fn flow_opened(&self, service: u32) {
+        if let Some(s) = self.slot(service) {
+            s.active.store(s.active.load(Relaxed) + 1, Relaxed);
+        }
+    }
+
+    #[inline]
+    pub fn flow_closed(&self, service: u32) {
+        if let Some(s) = self.slot(service) {
+            s.active.store(s.active.load(Relaxed) - 1, Relaxed);
+        }
+    }
+
+    /// Counts `packets` frames of `bytes` in total for `service` at second `now`.
+    #[inline]
+    pub fn count(&self, service: u32, now: u64, packets: u64, bytes: u64) {
+        if let Some(s) = self.slot(service) {
+            s.add(now, packets, bytes);
+        }
+    }
+
+    /// Expires old buckets of every service of this core. The worker calls it once per
+    /// burst; it does work only when the second changed, so windows of idle services shrink
+    /// on time too.
+    pub fn tick(&mut self, now: u64) {
+        if now == self.last_tick {
+            return;
+        }
+        self.last_tick = now;
+        if let Some(core) = self.counters.cores.get(self.core) {
+            for s in core.slots.iter() {
+                s.advance(now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_threads_hammering_give_exact_totals() {
+        const PER_THREAD: u64 = 200_000;
+        let (counters, writers) = Counters::new(4, 3);
+        let handles: Vec<_> = writers
+            .into_iter()
+            .map(|mut w| {
+                std::thread::spawn(move || {
+                    for i in 0..PER_THREAD {
+                        let now = 1000 + i / 50_000; // crosses a few seconds
+                        w.tick(now);
+                        let service = (i % 3) as u32;
+                        w.count(service, now, 1, 100);
+                        if i % 2 == 0 {
+                            w.flow_opened(service);
+                        }
+                    }
+                    w
+                })
+            })
+            .collect();
+        let writers: Vec<CoreWriter> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let all: u64 = (0..3).map(|s| counters.totals(s).packets).sum();
+        assert_eq!(all, 4 * PER_THREAD);
+        assert_eq!((0..3).map(|s| counters.totals(s).bytes).sum::<u64>(), 4 * PER_THREAD * 100);
+        assert_eq!((0..3).map(|s| counters.active(s)).sum::<u64>(), 4 * PER_THREAD / 2);
+        // Every count happened within 4 s, inside the window.
+        assert_eq!((0..3).map(|s| counters.window_packets(s)).sum::<u64>(), 4 * PER_THREAD);
+        for w in &writers {
+            for s in 0..3 {
+                w.flow_closed(s);
+            }
+        }
+    }
+
+    #[test]
+    fn window_forgets_after_fourteen_seconds() {
+        let (c, mut w) = Counters::new(2, 1);
+        w[0].count(0, 100, 5, 500); // t=100
+        w[1].count(0, 103, 7, 700); // t=103, other core
+        assert_eq!(c.window_packets(0), 12);
+        for t in [110, 113] {
+            w[0].tick(t);
+            w[1].tick(t);
+        }
+        assert_eq!(c.window_packets(0), 12, "t=113: both still inside (100..=113)");
+        w[0].tick(114);
+        w[1].tick(114);
+        assert_eq!(c.window_packets(0), 7, "t=114: the t=100 bucket left");
+        assert_eq!(c.window_bytes(0), 700);
+        w[0].tick(117);
+        w[1].tick(117);
+        assert_eq!(c.window_packets(0), 0);
+        assert_eq!(c.totals(0).packets, 12, "totals never expire");
+        // A jump longer than the window empties it without walking every second.
+        w[0].count(0, 118, 1, 1);
+        w[0].tick(1_000_000);
+        assert_eq!(c.window_packets(0), 0);
+    }
+
+    #[test]
+    fn late_timestamps_count_in_the_newest_bucket() {
+        let (c, w) = Counters::new(1, 1);
+        w[0].count(0, 50, 1, 10);
+        w[0].count(0, 49, 1, 10);
+        assert_eq!(c.window_packets(0), 2);
+        assert_eq!(c.totals(0).window_bytes, 20);
+    }
+
+    #[test]
+    fn unknown_services_are_ignored() {
+        let (c, w) = Counters::new(1, 2);
+        w[0].count(7, 1, 1, 1);
+        w[0].flow_opened(7);
+        assert_eq!(c.active(7), 0);
+        assert_eq!(c.totals(7), ServiceTotals::default());
+    }
+}

@@ -1,0 +1,231 @@
+//! The selection core: which service gets a new flow.
+//!
+//! The control plane builds an immutable [`Pool`] per vserver (members in bind order, weights,
+//! hash seeds); each worker keeps its own mutable [`PoolState`] (round-robin position, the
+//! previously chosen member, the startup round-robin budget). A decision reads the services'
+//! published state through a [`ServiceView`], allocates nothing and takes no lock.
+//!
+//! Rules (SPEC §3): least-X methods minimise `Nw = N × 10000 / weight`, compared exactly by
+//! cross-multiplying; ties go to the first tied member after the previous choice in bind
+//! order; LRTM and CUSTOMLOAD use round robin until every candidate has a sample; hash
+//! methods use weighted rendezvous hashing and never round robin.
+
+mod hash;
+mod least;
+mod rr;
+mod view;
+
+use std::fmt;
+
+pub use hash::{FlowKey, member_seed};
+pub use view::{ServiceSnapshot, ServiceView, SnapshotView};
+
+/// Index of a service in the runtime tables.
+pub type ServiceId = u32;
+
+/// Which fields of a flow a hash method hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HashKey {
+    SourceIp,
+    DestinationIp,
+    SrcIpDestIp,
+    SrcIpSrcPort,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    RoundRobin,
+    LeastConnection,
+    Lrtm,
+    LeastPackets,
+    LeastBandwidth,
+    CustomLoad,
+    Hash(HashKey),
+}
+
+impl From<ctl::conf::LbMethod> for Method {
+    fn from(m: ctl::conf::LbMethod) -> Self {
+        use ctl::conf::LbMethod as L;
+        match m {
+            L::RoundRobin => Self::RoundRobin,
+            L::LeastConnection => Self::LeastConnection,
+            L::Lrtm => Self::Lrtm,
+            L::LeastPackets => Self::LeastPackets,
+            L::LeastBandwidth => Self::LeastBandwidth,
+            L::CustomLoad => Self::CustomLoad,
+            L::SourceIpHash => Self::Hash(HashKey::SourceIp),
+            L::DestinationIpHash => Self::Hash(HashKey::DestinationIp),
+            L::SrcIpDestIpHash => Self::Hash(HashKey::SrcIpDestIp),
+            L::SrcIpSrcPortHash => Self::Hash(HashKey::SrcIpSrcPort),
+        }
+    }
+}
+
+/// A service bound to a vserver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub service: ServiceId,
+    /// 1..=100 (`bind lb vserver -weight`).
+    pub weight: u32,
+    /// Identity in hash methods (from the service's IP:port or `-hashId`).
+    pub seed: u64,
+}
+
+/// Why a vserver is using round robin instead of its configured method; `show lb vserver`
+/// prints it as `Current Method: Round Robin, Reason: …`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoundRobinReason {
+    /// Startup round robin after the vserver was created.
+    VserverCreated,
+    ServiceBound,
+    ServiceUp,
+    MethodChanged,
+    /// LRTM: a candidate has no response time from an LRTM-enabled monitor yet.
+    ResponseTimeMissing,
+    /// CUSTOMLOAD: a candidate has no load from a LOAD monitor yet.
+    LoadMissing,
+}
+
+impl fmt::Display for RoundRobinReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::VserverCreated => "Vserver is newly created",
+            Self::ServiceBound => "A new service is bound",
+            Self::ServiceUp => "Bound service's state changed to UP",
+            Self::MethodChanged => "LB method has changed",
+            Self::ResponseTimeMissing => "Response time not yet known for a bound service",
+            Self::LoadMissing => "Load monitor is not active on a service",
+        })
+    }
+}
+
+/// The outcome of one decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// Position in the pool (bind order).
+    pub member: usize,
+    pub service: ServiceId,
+    /// Set when round robin decided instead of the configured method.
+    pub round_robin: Option<RoundRobinReason>,
+}
+
+/// The immutable part of a vserver's selection, built by the control plane.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    method: Method,
+    members: Box<[Member]>,
+    equal_weights: bool,
+    /// Applied to IPv4 addresses before hashing (`-netmask`).
+    hash_mask: u32,
+}
+
+/// A worker's mutable selection state for one pool.
+#[derive(Clone, Debug)]
+pub struct PoolState {
+    last: Option<usize>,
+    rr_current: Box<[i64]>,
+    startup_rr_left: u64,
+    startup_reason: RoundRobinReason,
+    /// The reason of the latest decision made by round robin, for `show`.
+    pub current_reason: Option<RoundRobinReason>,
+}
+
+impl Pool {
+    pub fn new(method: Method, members: Vec<Member>) -> Self {
+        let equal_weights = members.windows(2).all(|w| w[0].weight == w[1].weight);
+        Self { method, members: members.into_boxed_slice(), equal_weights, hash_mask: u32::MAX }
+    }
+
+    /// Masks IPv4 addresses before hashing (`add lb vserver … -netmask`).
+    pub fn with_hash_mask(mut self, mask: u32) -> Self {
+        self.hash_mask = mask;
+        self
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// A fresh per-worker state for this pool.
+    pub fn new_state(&self) -> PoolState {
+        PoolState {
+            last: None,
+            rr_current: vec![0; self.members.len()].into_boxed_slice(),
+            startup_rr_left: 0,
+            startup_reason: RoundRobinReason::VserverCreated,
+            current_reason: None,
+        }
+    }
+
+    /// Starts startup round robin for `factor × members` new flows (`-startupRRFactor`).
+    /// Hash methods never use it.
+    pub fn start_round_robin(&self, state: &mut PoolState, factor: u64, reason: RoundRobinReason) {
+        if !matches!(self.method, Method::Hash(_)) && factor > 0 {
+            state.startup_rr_left = factor.saturating_mul(self.members.len() as u64);
+            state.startup_reason = reason;
+        }
+    }
+
+    /// Chooses the member for a new flow, or `None` when no member is a candidate.
+    pub fn select<V: ServiceView>(&self, state: &mut PoolState, view: &V, flow: &FlowKey) -> Option<Choice> {
+        let (member, reason) = match self.method {
+            Method::Hash(key) => {
+                let m = hash::select(&self.members, self.equal_weights, view, flow.hash(key, self.hash_mask))?;
+                (m, None)
+            }
+            _ if state.startup_rr_left > 0 => {
+                let m = rr::select(&self.members, &mut state.rr_current, view)?;
+                state.startup_rr_left -= 1;
+                (m, Some(state.startup_reason))
+            }
+            Method::RoundRobin => (rr::select(&self.members, &mut state.rr_current, view)?, None),
+            Method::LeastConnection => self.least(state, view, |s| Some((0, u128::from(view.active(s)))))?,
+            Method::LeastPackets => self.least(state, view, |s| Some((0, u128::from(view.packets(s)))))?,
+            Method::LeastBandwidth => self.least(state, view, |s| Some((0, u128::from(view.bytes(s)))))?,
+            Method::Lrtm => self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
+                let rt = view.response_time(s)?;
+                Some((0, u128::from(view.active(s)) * u128::from(rt)))
+            })?,
+            // While any candidate has no active transaction, only those compete (tier 0).
+            Method::CustomLoad => self.least_or_rr(state, view, RoundRobinReason::LoadMissing, |s| {
+                let load = view.load(s)?;
+                Some((u8::from(view.active(s) > 0), u128::from(load)))
+            })?,
+        };
+        state.last = Some(member);
+        state.current_reason = reason;
+        Some(Choice { member, service: self.members[member].service, round_robin: reason })
+    }
+
+    fn least<V: ServiceView>(
+        &self,
+        state: &PoolState,
+        view: &V,
+        metric: impl FnMut(ServiceId) -> Option<(u8, u128)>,
+    ) -> Option<(usize, Option<RoundRobinReason>)> {
+        match least::select(&self.members, state.last, view, metric) {
+            least::Pick::Chosen(m) => Some((m, None)),
+            least::Pick::NoCandidate | least::Pick::MissingSample => None,
+        }
+    }
+
+    fn least_or_rr<V: ServiceView>(
+        &self,
+        state: &mut PoolState,
+        view: &V,
+        reason: RoundRobinReason,
+        metric: impl FnMut(ServiceId) -> Option<(u8, u128)>,
+    ) -> Option<(usize, Option<RoundRobinReason>)> {
+        match least::select(&self.members, state.last, view, metric) {
+            least::Pick::Chosen(m) => Some((m, None)),
+            least::Pick::NoCandidate => None,
+            least::Pick::MissingSample => {
+                Some((rr::select(&self.members, &mut state.rr_current, view)?, Some(reason)))
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! What selection reads about services.
+
+use super::ServiceId;
+
+/// The published state of services, as selection sees it. The engine implements it over the
+/// per-core counters and the monitor core's published state; [`SnapshotView`] is a plain
+/// table for scenarios, replay and benchmarks.
+pub trait ServiceView {
+    /// UP, enabled, and (for CUSTOMLOAD) not over a metric threshold.
+    fn is_candidate(&self, service: ServiceId) -> bool;
+    /// Active transactions (open flows), summed over cores.
+    fn active(&self, service: ServiceId) -> u64;
+    /// Packets in the last 14 s.
+    fn packets(&self, service: ServiceId) -> u64;
+    /// Bytes in the last 14 s.
+    fn bytes(&self, service: ServiceId) -> u64;
+    /// Mean response time of the LRTM-enabled monitors, `None` until one has a sample.
+    fn response_time(&self, service: ServiceId) -> Option<u64>;
+    /// CUSTOMLOAD load, `None` until the LOAD monitor has a sample.
+    fn load(&self, service: ServiceId) -> Option<u64>;
+}
+
+/// One service's values in a [`SnapshotView`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceSnapshot {
+    pub candidate: bool,
+    pub active: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub response_time: Option<u64>,
+    pub load: Option<u64>,
+}
+
+/// Services' values held in a table indexed by [`ServiceId`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotView {
+    pub services: Vec<ServiceSnapshot>,
+}
+
+impl SnapshotView {
+    fn get(&self, s: ServiceId) -> Option<&ServiceSnapshot> {
+        self.services.get(s as usize)
+    }
+}
+
+impl ServiceView for SnapshotView {
+    fn is_candidate(&self, s: ServiceId) -> bool {
+        self.get(s).is_some_and(|x| x.candidate)
+    }
+    fn active(&self, s: ServiceId) -> u64 {
+        self.get(s).map_or(0, |x| x.active)
+    }
+    fn packets(&self, s: ServiceId) -> u64 {
+        self.get(s).map_or(0, |x| x.packets)
+    }
+    fn bytes(&self, s: ServiceId) -> u64 {
+        self.get(s).map_or(0, |x| x.bytes)
+    }
+    fn response_time(&self, s: ServiceId) -> Option<u64> {
+        self.get(s).and_then(|x| x.response_time)
+    }
+    fn load(&self, s: ServiceId) -> Option<u64> {
+        self.get(s).and_then(|x| x.load)
+    }
+}
