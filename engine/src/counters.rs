@@ -104,11 +104,19 @@ impl Counters {
     pub fn new(cores: usize, services: usize) -> (Arc<Self>, Vec<CoreWriter>) {
         let counters = Arc::new(Self {
             cores: (0..cores)
-                .map(|_| CoreSlots { slots: (0..services).map(|_| Slot::default()).collect() })
+                .map(|_| CoreSlots {
+                    slots: (0..services).map(|_| Slot::default()).collect(),
+                })
                 .collect(),
             services,
         });
-        let writers = (0..cores).map(|core| CoreWriter { counters: Arc::clone(&counters), core, last_tick: 0 }).collect();
+        let writers = (0..cores)
+            .map(|core| CoreWriter {
+                counters: Arc::clone(&counters),
+                core,
+                last_tick: 0,
+            })
+            .collect();
         (counters, writers)
     }
 
@@ -117,13 +125,22 @@ impl Counters {
     }
 
     fn sum(&self, service: u32, f: impl Fn(&Slot) -> u64) -> u64 {
-        self.cores.iter().filter_map(|c| c.slots.get(service as usize)).map(f).fold(0, u64::wrapping_add)
+        self.cores
+            .iter()
+            .filter_map(|c| c.slots.get(service as usize))
+            .map(f)
+            .fold(0, u64::wrapping_add)
     }
 
     /// Open flows of a service, over all cores.
     #[inline]
     pub fn active(&self, service: u32) -> u64 {
-        let sum: i64 = self.cores.iter().filter_map(|c| c.slots.get(service as usize)).map(|s| s.active.load(Relaxed)).sum();
+        let sum: i64 = self
+            .cores
+            .iter()
+            .filter_map(|c| c.slots.get(service as usize))
+            .map(|s| s.active.load(Relaxed))
+            .sum();
         sum.max(0) as u64
     }
 
@@ -164,7 +181,11 @@ impl CoreWriter {
 
     #[inline]
     fn slot(&self, service: u32) -> Option<&Slot> {
-        self.counters.cores.get(self.core)?.slots.get(service as usize)
+        self.counters
+            .cores
+            .get(self.core)?
+            .slots
+            .get(service as usize)
     }
 
     #[inline]
@@ -233,10 +254,19 @@ mod tests {
         let writers: Vec<CoreWriter> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         let all: u64 = (0..3).map(|s| counters.totals(s).packets).sum();
         assert_eq!(all, 4 * PER_THREAD);
-        assert_eq!((0..3).map(|s| counters.totals(s).bytes).sum::<u64>(), 4 * PER_THREAD * 100);
-        assert_eq!((0..3).map(|s| counters.active(s)).sum::<u64>(), 4 * PER_THREAD / 2);
+        assert_eq!(
+            (0..3).map(|s| counters.totals(s).bytes).sum::<u64>(),
+            4 * PER_THREAD * 100
+        );
+        assert_eq!(
+            (0..3).map(|s| counters.active(s)).sum::<u64>(),
+            4 * PER_THREAD / 2
+        );
         // Every count happened within 4 s, inside the window.
-        assert_eq!((0..3).map(|s| counters.window_packets(s)).sum::<u64>(), 4 * PER_THREAD);
+        assert_eq!(
+            (0..3).map(|s| counters.window_packets(s)).sum::<u64>(),
+            4 * PER_THREAD
+        );
         for w in &writers {
             for s in 0..3 {
                 w.flow_closed(s);
@@ -254,7 +284,11 @@ mod tests {
             w[0].tick(t);
             w[1].tick(t);
         }
-        assert_eq!(c.window_packets(0), 12, "t=113: both still inside (100..=113)");
+        assert_eq!(
+            c.window_packets(0),
+            12,
+            "t=113: both still inside (100..=113)"
+        );
         w[0].tick(114);
         w[1].tick(114);
         assert_eq!(c.window_packets(0), 7, "t=114: the t=100 bucket left");

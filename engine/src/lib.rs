@@ -2,8 +2,10 @@
 //!
 //! * [`lb`] — the selection core: NetScaler's methods over immutable pools, per-worker state.
 //! * [`counters`] — per-core, lock-free service counters with 14-second windows.
+//! * [`profile`] — hardware profiles (cores, ports, queues, UMEM, flow table sizes).
 //!
-//! The AF_XDP workers, flow tables and NAT build on these (see the data-plane issue).
+//! The AF_XDP workers, flow tables and NAT build on these.
 
 pub mod counters;
 pub mod lb;
+pub mod profile;

@@ -65,19 +65,36 @@ fn run(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sc: Scenario = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let token = ctl::lex::Token::bare(sc.method.clone());
-    let method: Method = LbMethod::parse("method", std::slice::from_ref(&token)).map_err(|e| e.to_string())?.into();
+    let method: Method = LbMethod::parse("method", std::slice::from_ref(&token))
+        .map_err(|e| e.to_string())?
+        .into();
     if matches!(method, Method::Hash(_)) {
-        return Err("hash methods depend on flow keys; scenario files cover the other methods".into());
+        return Err(
+            "hash methods depend on flow keys; scenario files cover the other methods".into(),
+        );
     }
     if sc.expect.len() != sc.requests {
-        return Err(format!("{} expectations for {} requests", sc.expect.len(), sc.requests).into());
+        return Err(format!(
+            "{} expectations for {} requests",
+            sc.expect.len(),
+            sc.requests
+        )
+        .into());
     }
     let members = (0..sc.service.len() as u32)
-        .map(|i| Member { service: i, weight: sc.service[i as usize].weight, seed: u64::from(i) })
+        .map(|i| Member {
+            service: i,
+            weight: sc.service[i as usize].weight,
+            seed: u64::from(i),
+        })
         .collect();
     let pool = Pool::new(method, members);
     let mut state = pool.new_state();
-    pool.start_round_robin(&mut state, sc.startup_rr_factor, RoundRobinReason::VserverCreated);
+    pool.start_round_robin(
+        &mut state,
+        sc.startup_rr_factor,
+        RoundRobinReason::VserverCreated,
+    );
     let mut view = SnapshotView {
         services: sc
             .service
@@ -132,7 +149,10 @@ fn main() {
     let trials = files
         .into_iter()
         .map(|p| {
-            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             Trial::test(name, move || run(&p))
         })
         .collect();

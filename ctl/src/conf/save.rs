@@ -185,9 +185,9 @@ pub fn replay_text(text: &str) -> (Config, Vec<LineError>) {
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let result = parse_line(line).and_then(|cmds| {
-            if let Some(c) = cmds.iter().find(|c| !c.changes_config()) {
+            if cmds.iter().any(|c| !c.changes_config()) {
                 return Err(CliError::new(crate::error::ErrorKind::NotSupported)
-                    .with_detail(format!("Not a configuration command ({c:?})")));
+                    .with_detail("Not a configuration command"));
             }
             config.apply_all(&cmds)
         });

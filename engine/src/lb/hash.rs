@@ -22,19 +22,30 @@ impl FlowKey {
             IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
             IpAddr::V6(v6) => u128::from(v6),
         };
-        Self { src: wide(src), dst: wide(dst), src_port, dst_port }
+        Self {
+            src: wide(src),
+            dst: wide(dst),
+            src_port,
+            dst_port,
+        }
     }
 
     /// The key's hash for a method, with IPv4 addresses masked by `mask`.
     pub fn hash(&self, key: HashKey, mask: u32) -> u64 {
         let masked = |a: u128| {
-            if a >> 32 == 0xffff { a & !u128::from(!mask) } else { a }
+            if a >> 32 == 0xffff {
+                a & !u128::from(!mask)
+            } else {
+                a
+            }
         };
         let ip = |a: u128| mix(a as u64 ^ mix((a >> 64) as u64));
         match key {
             HashKey::SourceIp => ip(masked(self.src)),
             HashKey::DestinationIp => ip(masked(self.dst)),
-            HashKey::SrcIpDestIp => mix(ip(masked(self.src)) ^ ip(masked(self.dst)).rotate_left(32)),
+            HashKey::SrcIpDestIp => {
+                mix(ip(masked(self.src)) ^ ip(masked(self.dst)).rotate_left(32))
+            }
             HashKey::SrcIpSrcPort => mix(ip(masked(self.src)) ^ u64::from(self.src_port)),
         }
     }
@@ -59,7 +70,12 @@ pub fn member_seed(addr: IpAddr, port: Option<u16>, hash_id: Option<u64>) -> u64
     mix(mix(a as u64 ^ mix((a >> 64) as u64)) ^ u64::from(port.unwrap_or(0)))
 }
 
-pub(super) fn select<V: ServiceView>(members: &[Member], equal_weights: bool, view: &V, key: u64) -> Option<usize> {
+pub(super) fn select<V: ServiceView>(
+    members: &[Member],
+    equal_weights: bool,
+    view: &V,
+    key: u64,
+) -> Option<usize> {
     let mut best: Option<(usize, f64, u64)> = None;
     for (i, m) in members.iter().enumerate() {
         if !view.is_candidate(m.service) {

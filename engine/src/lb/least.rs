@@ -26,18 +26,25 @@ pub(super) fn select<V: ServiceView>(
     };
     let mut best: Option<(usize, u8, u128, u128)> = None;
     for j in 0..n {
-        let i = if start + j >= n { start + j - n } else { start + j };
+        let i = if start + j >= n {
+            start + j - n
+        } else {
+            start + j
+        };
         let m = members[i];
         if !view.is_candidate(m.service) {
             continue;
         }
-        let Some((tier, value)) = metric(m.service) else { return Pick::MissingSample };
+        let Some((tier, value)) = metric(m.service) else {
+            return Pick::MissingSample;
+        };
         let weight = u128::from(m.weight.max(1));
         let better = match best {
             None => true,
             Some((_, best_tier, best_value, best_weight)) => {
                 tier < best_tier
-                    || (tier == best_tier && value.saturating_mul(best_weight) < best_value.saturating_mul(weight))
+                    || (tier == best_tier
+                        && value.saturating_mul(best_weight) < best_value.saturating_mul(weight))
             }
         };
         if better {

@@ -133,7 +133,12 @@ pub struct PoolState {
 impl Pool {
     pub fn new(method: Method, members: Vec<Member>) -> Self {
         let equal_weights = members.windows(2).all(|w| w[0].weight == w[1].weight);
-        Self { method, members: members.into_boxed_slice(), equal_weights, hash_mask: u32::MAX }
+        Self {
+            method,
+            members: members.into_boxed_slice(),
+            equal_weights,
+            hash_mask: u32::MAX,
+        }
     }
 
     /// Masks IPv4 addresses before hashing (`add lb vserver … -netmask`).
@@ -171,10 +176,20 @@ impl Pool {
     }
 
     /// Chooses the member for a new flow, or `None` when no member is a candidate.
-    pub fn select<V: ServiceView>(&self, state: &mut PoolState, view: &V, flow: &FlowKey) -> Option<Choice> {
+    pub fn select<V: ServiceView>(
+        &self,
+        state: &mut PoolState,
+        view: &V,
+        flow: &FlowKey,
+    ) -> Option<Choice> {
         let (member, reason) = match self.method {
             Method::Hash(key) => {
-                let m = hash::select(&self.members, self.equal_weights, view, flow.hash(key, self.hash_mask))?;
+                let m = hash::select(
+                    &self.members,
+                    self.equal_weights,
+                    view,
+                    flow.hash(key, self.hash_mask),
+                )?;
                 (m, None)
             }
             _ if state.startup_rr_left > 0 => {
@@ -182,23 +197,40 @@ impl Pool {
                 state.startup_rr_left -= 1;
                 (m, Some(state.startup_reason))
             }
-            Method::RoundRobin => (rr::select(&self.members, &mut state.rr_current, view)?, None),
-            Method::LeastConnection => self.least(state, view, |s| Some((0, u128::from(view.active(s)))))?,
-            Method::LeastPackets => self.least(state, view, |s| Some((0, u128::from(view.packets(s)))))?,
-            Method::LeastBandwidth => self.least(state, view, |s| Some((0, u128::from(view.bytes(s)))))?,
-            Method::Lrtm => self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
-                let rt = view.response_time(s)?;
-                Some((0, u128::from(view.active(s)) * u128::from(rt)))
-            })?,
+            Method::RoundRobin => (
+                rr::select(&self.members, &mut state.rr_current, view)?,
+                None,
+            ),
+            Method::LeastConnection => {
+                self.least(state, view, |s| Some((0, u128::from(view.active(s)))))?
+            }
+            Method::LeastPackets => {
+                self.least(state, view, |s| Some((0, u128::from(view.packets(s)))))?
+            }
+            Method::LeastBandwidth => {
+                self.least(state, view, |s| Some((0, u128::from(view.bytes(s)))))?
+            }
+            Method::Lrtm => {
+                self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
+                    let rt = view.response_time(s)?;
+                    Some((0, u128::from(view.active(s)) * u128::from(rt)))
+                })?
+            }
             // While any candidate has no active transaction, only those compete (tier 0).
-            Method::CustomLoad => self.least_or_rr(state, view, RoundRobinReason::LoadMissing, |s| {
-                let load = view.load(s)?;
-                Some((u8::from(view.active(s) > 0), u128::from(load)))
-            })?,
+            Method::CustomLoad => {
+                self.least_or_rr(state, view, RoundRobinReason::LoadMissing, |s| {
+                    let load = view.load(s)?;
+                    Some((u8::from(view.active(s) > 0), u128::from(load)))
+                })?
+            }
         };
         state.last = Some(member);
         state.current_reason = reason;
-        Some(Choice { member, service: self.members[member].service, round_robin: reason })
+        Some(Choice {
+            member,
+            service: self.members[member].service,
+            round_robin: reason,
+        })
     }
 
     fn least<V: ServiceView>(
@@ -223,9 +255,10 @@ impl Pool {
         match least::select(&self.members, state.last, view, metric) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate => None,
-            least::Pick::MissingSample => {
-                Some((rr::select(&self.members, &mut state.rr_current, view)?, Some(reason)))
-            }
+            least::Pick::MissingSample => Some((
+                rr::select(&self.members, &mut state.rr_current, view)?,
+                Some(reason),
+            )),
         }
     }
 }

@@ -4,7 +4,11 @@
 
 use super::{Member, ServiceView};
 
-pub(super) fn select<V: ServiceView>(members: &[Member], credit: &mut [i64], view: &V) -> Option<usize> {
+pub(super) fn select<V: ServiceView>(
+    members: &[Member],
+    credit: &mut [i64],
+    view: &V,
+) -> Option<usize> {
     let mut total = 0i64;
     let mut best: Option<(usize, i64)> = None;
     for (i, (m, c)) in members.iter().zip(credit.iter_mut()).enumerate() {
