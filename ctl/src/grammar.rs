@@ -516,12 +516,12 @@ fn split_args(spec: &'static CommandSpec, rest: &[Token]) -> Result<Args> {
                     _ => return Err(missing(opt.name)),
                 }
                 i += 1;
-                if let (Arity::WithUnit(units), Some(u)) = (arity, rest.get(i)) {
-                    if !u.quoted && match_keyword(&u.text, units.iter().map(|w| (*w, ()))).is_some()
-                    {
-                        values.push(u.clone());
-                        i += 1;
-                    }
+                if let (Arity::WithUnit(units), Some(u)) = (arity, rest.get(i))
+                    && !u.quoted
+                    && match_keyword(&u.text, units.iter().map(|w| (*w, ()))).is_some()
+                {
+                    values.push(u.clone());
+                    i += 1;
                 }
             }
             Arity::Many => {
@@ -640,20 +640,17 @@ pub fn complete(line: &str) -> Vec<String> {
             }
         }
     }
-    if words.is_empty() {
-        if let Ok((spec, _)) = find_spec(&tokens) {
-            if partial.starts_with('-') || partial.is_empty() {
-                let p = partial.trim_start_matches('-');
-                words = spec
-                    .all_options()
-                    .filter(|o| {
-                        o.name.len() >= p.len() && o.name[..p.len()].eq_ignore_ascii_case(p)
-                    })
-                    .map(|o| format!("-{}", o.name))
-                    .collect();
-                return words;
-            }
-        }
+    // Past the object words: complete option names.
+    if words.is_empty()
+        && (partial.starts_with('-') || partial.is_empty())
+        && let Ok((spec, _)) = find_spec(&tokens)
+    {
+        let p = partial.trim_start_matches('-');
+        return spec
+            .all_options()
+            .filter(|o| o.name.len() >= p.len() && o.name[..p.len()].eq_ignore_ascii_case(p))
+            .map(|o| format!("-{}", o.name))
+            .collect();
     }
     words.sort();
     words.dedup();

@@ -574,14 +574,14 @@ impl Config {
             Command::EnableLbMonitor { service, monitor }
             | Command::DisableLbMonitor { service, monitor } => {
                 let svc = self.service("serviceName", service.as_str())?;
-                if let Some(mon) = monitor {
-                    if !svc.monitors.iter().any(|b| b.monitor == *mon) {
-                        return Err(CliError::arg_value(
-                            ErrorKind::ResourceNotBound,
-                            "monitorName",
-                            mon.as_str(),
-                        ));
-                    }
+                if let Some(mon) = monitor
+                    && !svc.monitors.iter().any(|b| b.monitor == *mon)
+                {
+                    return Err(CliError::arg_value(
+                        ErrorKind::ResourceNotBound,
+                        "monitorName",
+                        mon.as_str(),
+                    ));
                 }
                 let state = if matches!(cmd, Command::EnableLbMonitor { .. }) {
                     EnabledDisabled::Enabled

@@ -1,6 +1,13 @@
 //! The least-X methods: the candidate with the smallest weighted value wins.
+//!
+//! `Nw = N × 10000 / weight` is compared exactly. When the least common multiple `L` of the
+//! pool's weights is small enough (any pool whose weights share small factors, and every
+//! equal-weight pool), the control plane gives each member the integer `L / weight` and a
+//! member's rank is the exact integer `N × L / weight`: ranks are independent of each other,
+//! so the scan is one multiply per member off the critical path and a running minimum.
+//! Otherwise members are compared pairwise by cross-multiplying (`N_a × w_b < N_b × w_a`).
 
-use super::{Member, ServiceId, ServiceView};
+use super::{Member, Sample, ServiceId};
 
 pub(super) enum Pick {
     Chosen(usize),
@@ -9,47 +16,223 @@ pub(super) enum Pick {
     MissingSample,
 }
 
-/// Scans the members once, starting after `last` and wrapping, so that among equal weighted
-/// values the first one met is the tie rule's choice. `metric` gives `(tier, N)`; a lower tier
-/// always wins (CUSTOMLOAD's idle services), then the smaller `N / weight`, compared as
-/// `N_a × w_b < N_b × w_a` so no rounding can reorder services.
-pub(super) fn select<V: ServiceView>(
-    members: &[Member],
-    last: Option<usize>,
-    view: &V,
-    mut metric: impl FnMut(ServiceId) -> Option<(u8, u128)>,
-) -> Pick {
-    let n = members.len();
-    let start = match last {
-        Some(l) if l + 1 < n => l + 1,
-        _ => 0,
-    };
-    let mut best: Option<(usize, u8, u128, u128)> = None;
-    for j in 0..n {
-        let i = if start + j >= n {
-            start + j - n
-        } else {
-            start + j
-        };
-        let m = members[i];
-        if !view.is_candidate(m.service) {
-            continue;
-        }
-        let Some((tier, value)) = metric(m.service) else {
-            return Pick::MissingSample;
-        };
-        let weight = u128::from(m.weight.max(1));
-        let better = match best {
-            None => true,
-            Some((_, best_tier, best_value, best_weight)) => {
-                tier < best_tier
-                    || (tier == best_tier
-                        && value.saturating_mul(best_weight) < best_value.saturating_mul(weight))
-            }
-        };
-        if better {
-            best = Some((i, tier, value, weight));
+/// `L / weight` per member, or `None` when `L` does not fit in 63 bits (then every product
+/// `N × L / weight` of a 64-bit `N` still fits below bit 127, which holds the tier).
+pub(super) fn scales(members: &[Member]) -> Option<Box<[u64]>> {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    let mut lcm: u64 = 1;
+    for m in members {
+        let w = u64::from(m.weight);
+        lcm = (lcm / gcd(lcm, w))
+            .checked_mul(w)
+            .filter(|l| *l < 1 << 63)?;
+    }
+    Some(members.iter().map(|m| lcm / u64::from(m.weight)).collect())
+}
+
+/// What a least-X method reads for one member: skip it, no sample yet, or `(tier, N)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Metric {
+    Skip,
+    Missing,
+    Value(u8, u64),
+}
+
+impl From<Sample> for Metric {
+    #[inline(always)]
+    fn from(s: Sample) -> Self {
+        match s {
+            Sample::Skip => Self::Skip,
+            Sample::Missing => Self::Missing,
+            Sample::Value(v) => Self::Value(0, v),
         }
     }
-    best.map_or(Pick::NoCandidate, |(i, ..)| Pick::Chosen(i))
+}
+
+/// Scans the members once, starting after `last` and wrapping, so that among equal weighted
+/// values the first one met is the tie rule's choice. `metric` gives `(tier, N)`; a lower tier
+/// always wins (CUSTOMLOAD's idle services), then the smaller `N / weight`.
+pub(super) fn select(
+    members: &[Member],
+    scales: Option<&[u64]>,
+    last: Option<usize>,
+    mut metric: impl FnMut(ServiceId) -> Metric,
+) -> Pick {
+    let start = match last {
+        Some(l) if l + 1 < members.len() => l + 1,
+        _ => 0,
+    };
+    let (head, tail) = members.split_at(start);
+    let (complete, index) = match scales {
+        Some(scales) => {
+            let (scale_head, scale_tail) = scales.split_at(start.min(scales.len()));
+            let mut best = Ranked {
+                index: usize::MAX,
+                rank: u128::MAX,
+            };
+            let complete = scan_ranked(tail, scale_tail, start, &mut metric, &mut best)
+                && scan_ranked(head, scale_head, 0, &mut metric, &mut best);
+            (complete, best.index)
+        }
+        None => {
+            let mut best = Crossed {
+                index: usize::MAX,
+                tier: u8::MAX,
+                value: u64::MAX,
+                weight: 1,
+            };
+            let complete = scan_crossed(tail, start, &mut metric, &mut best)
+                && scan_crossed(head, 0, &mut metric, &mut best);
+            (complete, best.index)
+        }
+    };
+    match (complete, index) {
+        (false, _) => Pick::MissingSample,
+        (true, usize::MAX) => Pick::NoCandidate,
+        (true, i) => Pick::Chosen(i),
+    }
+}
+
+struct Ranked {
+    index: usize,
+    rank: u128,
+}
+
+/// One contiguous run of members with precomputed scales; false when a sample is missing.
+#[inline(always)]
+fn scan_ranked(
+    members: &[Member],
+    scales: &[u64],
+    offset: usize,
+    metric: &mut impl FnMut(ServiceId) -> Metric,
+    best: &mut Ranked,
+) -> bool {
+    for (k, (m, &scale)) in members.iter().zip(scales).enumerate() {
+        let (tier, value) = match metric(m.service) {
+            Metric::Skip => continue,
+            Metric::Missing => return false,
+            Metric::Value(tier, value) => (tier, value),
+        };
+        let rank = (u128::from(tier) << 127) | (u128::from(value) * u128::from(scale));
+        // Strictly smaller only: an equal rank met later loses the tie. Selects, not a
+        // branch: which member wins is data, not something to predict.
+        let better = rank < best.rank;
+        best.index = if better { offset + k } else { best.index };
+        best.rank = if better { rank } else { best.rank };
+    }
+    true
+}
+
+#[derive(Clone, Copy)]
+struct Crossed {
+    index: usize,
+    tier: u8,
+    value: u64,
+    weight: u64,
+}
+
+/// The general path: compare against the best so far by cross-multiplying.
+#[inline(always)]
+fn scan_crossed(
+    members: &[Member],
+    offset: usize,
+    metric: &mut impl FnMut(ServiceId) -> Metric,
+    best: &mut Crossed,
+) -> bool {
+    for (k, m) in members.iter().enumerate() {
+        let (tier, value) = match metric(m.service) {
+            Metric::Skip => continue,
+            Metric::Missing => return false,
+            Metric::Value(tier, value) => (tier, value),
+        };
+        let weight = u64::from(m.weight);
+        let smaller = u128::from(value) * u128::from(best.weight)
+            < u128::from(best.value) * u128::from(weight);
+        if (tier < best.tier) | ((tier == best.tier) & smaller) {
+            *best = Crossed {
+                index: offset + k,
+                tier,
+                value,
+                weight,
+            };
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(weights: &[u32]) -> Vec<Member> {
+        weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| Member {
+                service: i as u32,
+                weight: w,
+                seed: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scales_are_lcm_over_weight() {
+        assert_eq!(scales(&members(&[2, 3, 4])).unwrap().as_ref(), &[6, 4, 3]);
+        assert_eq!(scales(&members(&[1, 1])).unwrap().as_ref(), &[1, 1]);
+        let all: Vec<u32> = (1..=100).collect();
+        assert!(
+            scales(&members(&all)).is_none(),
+            "lcm(1..=100) needs the cross-multiplying path"
+        );
+    }
+
+    /// Both paths agree on every pick over random pools (the scenario files cover the seeds).
+    #[test]
+    fn ranked_and_crossed_paths_agree() {
+        use crate::lb::{ServiceSnapshot, ServiceView, SnapshotView};
+        let mut r = 7u64;
+        let mut next = || {
+            r = r
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            r >> 33
+        };
+        for _ in 0..2000 {
+            let n = 1 + (next() % 12) as usize;
+            let weights: Vec<u32> = (0..n).map(|_| 1 + (next() % 8) as u32).collect();
+            let m = members(&weights);
+            let view = SnapshotView {
+                services: (0..n)
+                    .map(|_| ServiceSnapshot {
+                        candidate: next() % 5 != 0,
+                        active: next() % 4,
+                        load: Some(next() % 6),
+                        ..Default::default()
+                    })
+                    .collect(),
+            };
+            let last = (next() % 2 == 0).then(|| (next() as usize) % n);
+            let metric = |s: ServiceId| {
+                if view.is_candidate(s) {
+                    Metric::Value(u8::from(view.active(s) > 0), view.load(s).unwrap_or(0))
+                } else {
+                    Metric::Skip
+                }
+            };
+            let a = select(&m, scales(&m).as_deref(), last, metric);
+            let b = select(&m, None, last, metric);
+            let idx = |p: Pick| match p {
+                Pick::Chosen(i) => Some(i),
+                _ => None,
+            };
+            assert_eq!(
+                idx(a),
+                idx(b),
+                "weights {weights:?} view {view:?} last {last:?}"
+            );
+        }
+    }
 }

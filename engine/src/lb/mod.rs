@@ -18,7 +18,9 @@ mod view;
 use std::fmt;
 
 pub use hash::{FlowKey, member_seed};
-pub use view::{ServiceSnapshot, ServiceView, SnapshotView};
+pub use view::{Sample, ServiceSnapshot, ServiceView, SnapshotView, Stat};
+
+use least::Metric;
 
 /// Index of a service in the runtime tables.
 pub type ServiceId = u32;
@@ -115,6 +117,8 @@ pub struct Pool {
     method: Method,
     members: Box<[Member]>,
     equal_weights: bool,
+    /// `L / weight` per member for exact ranking without cross-multiplying (see `least`).
+    scales: Option<Box<[u64]>>,
     /// Applied to IPv4 addresses before hashing (`-netmask`).
     hash_mask: u32,
 }
@@ -131,12 +135,17 @@ pub struct PoolState {
 }
 
 impl Pool {
-    pub fn new(method: Method, members: Vec<Member>) -> Self {
+    pub fn new(method: Method, mut members: Vec<Member>) -> Self {
+        for m in &mut members {
+            m.weight = m.weight.clamp(1, 100);
+        }
         let equal_weights = members.windows(2).all(|w| w[0].weight == w[1].weight);
+        let scales = least::scales(&members);
         Self {
             method,
             members: members.into_boxed_slice(),
             equal_weights,
+            scales,
             hash_mask: u32::MAX,
         }
     }
@@ -202,25 +211,29 @@ impl Pool {
                 None,
             ),
             Method::LeastConnection => {
-                self.least(state, view, |s| Some((0, u128::from(view.active(s)))))?
+                self.least(state, |s| view.sample(s, Stat::Active).into())?
             }
-            Method::LeastPackets => {
-                self.least(state, view, |s| Some((0, u128::from(view.packets(s)))))?
-            }
-            Method::LeastBandwidth => {
-                self.least(state, view, |s| Some((0, u128::from(view.bytes(s)))))?
-            }
+            Method::LeastPackets => self.least(state, |s| view.sample(s, Stat::Packets).into())?,
+            Method::LeastBandwidth => self.least(state, |s| view.sample(s, Stat::Bytes).into())?,
             Method::Lrtm => {
                 self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
-                    let rt = view.response_time(s)?;
-                    Some((0, u128::from(view.active(s)) * u128::from(rt)))
+                    match view.sample(s, Stat::ResponseTime) {
+                        // Both factors capped at 2^32 so the product fits 64 bits exactly.
+                        Sample::Value(rt) => {
+                            let cap = u64::from(u32::MAX);
+                            Metric::Value(0, view.active(s).min(cap) * rt.min(cap))
+                        }
+                        other => other.into(),
+                    }
                 })?
             }
             // While any candidate has no active transaction, only those compete (tier 0).
             Method::CustomLoad => {
                 self.least_or_rr(state, view, RoundRobinReason::LoadMissing, |s| {
-                    let load = view.load(s)?;
-                    Some((u8::from(view.active(s) > 0), u128::from(load)))
+                    match view.sample(s, Stat::Load) {
+                        Sample::Value(load) => Metric::Value(u8::from(view.active(s) > 0), load),
+                        other => other.into(),
+                    }
                 })?
             }
         };
@@ -233,13 +246,12 @@ impl Pool {
         })
     }
 
-    fn least<V: ServiceView>(
+    fn least(
         &self,
         state: &PoolState,
-        view: &V,
-        metric: impl FnMut(ServiceId) -> Option<(u8, u128)>,
+        metric: impl FnMut(ServiceId) -> Metric,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, state.last, view, metric) {
+        match least::select(&self.members, self.scales.as_deref(), state.last, metric) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate | least::Pick::MissingSample => None,
         }
@@ -250,9 +262,9 @@ impl Pool {
         state: &mut PoolState,
         view: &V,
         reason: RoundRobinReason,
-        metric: impl FnMut(ServiceId) -> Option<(u8, u128)>,
+        metric: impl FnMut(ServiceId) -> Metric,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, state.last, view, metric) {
+        match least::select(&self.members, self.scales.as_deref(), state.last, metric) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate => None,
             least::Pick::MissingSample => Some((

@@ -18,6 +18,42 @@ pub trait ServiceView {
     fn response_time(&self, service: ServiceId) -> Option<u64>;
     /// CUSTOMLOAD load, `None` until the LOAD monitor has a sample.
     fn load(&self, service: ServiceId) -> Option<u64>;
+
+    /// The candidate check and one statistic in one lookup, for the selection loop.
+    #[inline]
+    fn sample(&self, service: ServiceId, stat: Stat) -> Sample {
+        if !self.is_candidate(service) {
+            return Sample::Skip;
+        }
+        let value = match stat {
+            Stat::Active => Some(self.active(service)),
+            Stat::Packets => Some(self.packets(service)),
+            Stat::Bytes => Some(self.bytes(service)),
+            Stat::ResponseTime => self.response_time(service),
+            Stat::Load => self.load(service),
+        };
+        value.map_or(Sample::Missing, Sample::Value)
+    }
+}
+
+/// The statistic a least-X method minimises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    Active,
+    Packets,
+    Bytes,
+    ResponseTime,
+    Load,
+}
+
+/// What [`ServiceView::sample`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sample {
+    /// Not a candidate (DOWN, disabled, over a load threshold).
+    Skip,
+    /// A candidate without a sample yet.
+    Missing,
+    Value(u64),
 }
 
 /// One service's values in a [`SnapshotView`].
@@ -38,28 +74,49 @@ pub struct SnapshotView {
 }
 
 impl SnapshotView {
+    #[inline]
     fn get(&self, s: ServiceId) -> Option<&ServiceSnapshot> {
         self.services.get(s as usize)
     }
 }
 
 impl ServiceView for SnapshotView {
+    #[inline]
     fn is_candidate(&self, s: ServiceId) -> bool {
         self.get(s).is_some_and(|x| x.candidate)
     }
+    #[inline]
     fn active(&self, s: ServiceId) -> u64 {
         self.get(s).map_or(0, |x| x.active)
     }
+    #[inline]
     fn packets(&self, s: ServiceId) -> u64 {
         self.get(s).map_or(0, |x| x.packets)
     }
+    #[inline]
     fn bytes(&self, s: ServiceId) -> u64 {
         self.get(s).map_or(0, |x| x.bytes)
     }
+    #[inline]
     fn response_time(&self, s: ServiceId) -> Option<u64> {
         self.get(s).and_then(|x| x.response_time)
     }
+    #[inline]
     fn load(&self, s: ServiceId) -> Option<u64> {
         self.get(s).and_then(|x| x.load)
+    }
+    #[inline]
+    fn sample(&self, s: ServiceId, stat: Stat) -> Sample {
+        let Some(x) = self.get(s).filter(|x| x.candidate) else {
+            return Sample::Skip;
+        };
+        let value = match stat {
+            Stat::Active => Some(x.active),
+            Stat::Packets => Some(x.packets),
+            Stat::Bytes => Some(x.bytes),
+            Stat::ResponseTime => x.response_time,
+            Stat::Load => x.load,
+        };
+        value.map_or(Sample::Missing, Sample::Value)
     }
 }
