@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what Fulcrum needs to build and test on a fresh Debian 12 machine of this kind.
+# Idempotent: packages already present are not reinstalled, and apt-get runs only when
+# something is missing. The Rust toolchain itself comes with the machine (rustup).
+set -euo pipefail
+
+# Debian packages. Build: a C compiler for mimalloc's C sources. Later work adds the lab's
+# servers (nginx, snmpd, dnsmasq, vsftpd, socat) and libelf-dev here.
+PACKAGES=(gcc make pkg-config)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "install-deps: cargo not found; this machine kind ships Rust through rustup" >&2
+  exit 1
+fi
+# rustfmt and clippy are rustup components; add them if this toolchain lacks them.
+for c in rustfmt clippy; do
+  if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$c"
+  fi
+done
+# Crates are fetched by cargo from crates.io (Cargo.lock pins them).
+cargo fetch --locked -q
