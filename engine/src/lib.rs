@@ -7,5 +7,13 @@
 //! The AF_XDP workers, flow tables and NAT build on these.
 
 pub mod counters;
+pub mod flow;
+pub mod health;
 pub mod lb;
+pub mod nat;
+pub mod neigh;
 pub mod profile;
+pub mod tables;
+pub mod verdict;
+pub mod wire;
+pub mod worker;

@@ -17,6 +17,7 @@ mod view;
 
 use std::fmt;
 
+pub(crate) use hash::mix as mix64;
 pub use hash::{FlowKey, member_seed};
 pub use view::{Sample, ServiceSnapshot, ServiceView, SnapshotView, Stat};
 

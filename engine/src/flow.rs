@@ -1,0 +1,421 @@
+//! A worker's flow table: fixed capacity, no allocation after creation, no locks.
+//!
+//! Each flow is reachable by two keys: the client side (client → VIP) and the server side
+//! (service → SNIP:NAT port). Flows live in a slab; an open-addressing index (linear probing,
+//! backward-shift deletion) maps keys to slab slots. When the slab is full, new flows are
+//! refused; existing flows are never evicted early.
+
+use std::net::Ipv4Addr;
+
+use crate::lb::ServiceId;
+use crate::wire::{Mac, Proto, TcpFlags};
+
+/// The addresses, ports and protocol a packet is looked up by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub src: u32,
+    pub dst: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub proto: u8,
+}
+
+impl FlowKey {
+    pub fn new(src: Ipv4Addr, src_port: u16, dst: Ipv4Addr, dst_port: u16, proto: Proto) -> Self {
+        Self {
+            src: src.into(),
+            dst: dst.into(),
+            src_port,
+            dst_port,
+            proto: proto.number(),
+        }
+    }
+
+    #[inline]
+    fn hash(&self) -> u64 {
+        let a = (u64::from(self.src) << 32) | u64::from(self.dst);
+        let b = (u64::from(self.src_port) << 24)
+            | (u64::from(self.dst_port) << 8)
+            | u64::from(self.proto);
+        crate::lb::mix64(a ^ crate::lb::mix64(b))
+    }
+}
+
+/// Which way a packet travels relative to its flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// From the client to the VIP.
+    Client,
+    /// From the service back to the SNIP.
+    Server,
+}
+
+/// TCP progress, enough for idle timeouts (NetScaler-like zombie cleanup, not a full stack).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpProgress {
+    pub server_answered: bool,
+    pub client_fin: bool,
+    pub server_fin: bool,
+    pub reset: bool,
+}
+
+impl TcpProgress {
+    pub fn update(&mut self, side: Side, flags: TcpFlags) {
+        match side {
+            Side::Client => self.client_fin |= flags.fin,
+            Side::Server => {
+                self.server_answered = true;
+                self.server_fin |= flags.fin;
+            }
+        }
+        self.reset |= flags.rst;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.reset || (self.client_fin && self.server_fin)
+    }
+}
+
+/// Idle timeouts in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A SYN the service never answered.
+    pub embryonic: u64,
+    /// Established TCP and UDP sessions (the service's client idle timeout).
+    pub idle: u64,
+    /// After one FIN.
+    pub half_closed: u64,
+    /// After both FINs or a RST: long enough for the last ACK and retransmissions.
+    pub closed: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    pub proto: Proto,
+    pub client: (Ipv4Addr, u16),
+    pub vip: (Ipv4Addr, u16),
+    pub snip: (Ipv4Addr, u16),
+    pub service_addr: (Ipv4Addr, u16),
+    pub service: ServiceId,
+    pub vserver: u32,
+    /// The next hop toward the service (the service itself, or a gateway).
+    pub hop: Ipv4Addr,
+    /// Where replies to the client go: the port and MAC the client's first packet came from.
+    pub client_port: usize,
+    pub client_mac: Mac,
+    pub tcp: TcpProgress,
+    pub timeouts: Timeouts,
+    pub last_seen: u64,
+}
+
+impl Flow {
+    pub fn client_key(&self) -> FlowKey {
+        FlowKey::new(
+            self.client.0,
+            self.client.1,
+            self.vip.0,
+            self.vip.1,
+            self.proto,
+        )
+    }
+
+    pub fn server_key(&self) -> FlowKey {
+        FlowKey::new(
+            self.service_addr.0,
+            self.service_addr.1,
+            self.snip.0,
+            self.snip.1,
+            self.proto,
+        )
+    }
+
+    /// When this flow expires if nothing more is seen.
+    pub fn deadline(&self) -> u64 {
+        let t = &self.timeouts;
+        let idle = match self.proto {
+            Proto::Tcp if self.tcp.is_closed() => t.closed,
+            Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => t.half_closed,
+            Proto::Tcp if !self.tcp.server_answered => t.embryonic,
+            _ => t.idle,
+        };
+        self.last_seen.saturating_add(idle)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key: FlowKey,
+    /// `EMPTY` when the bucket is free.
+    slot: u32,
+    side: Side,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+/// Why a flow could not be added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertError {
+    Full,
+    /// One of its keys is already in the table.
+    Duplicate,
+}
+
+#[derive(Debug)]
+pub struct FlowTable {
+    slots: Box<[Option<Flow>]>,
+    free: Vec<u32>,
+    index: Box<[Entry]>,
+    mask: usize,
+    len: usize,
+    /// Where the incremental expiry sweep continues.
+    sweep: usize,
+}
+
+impl FlowTable {
+    /// A table for `capacity` flows (both keys of each, at most half full).
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        let buckets = (capacity * 4).next_power_of_two();
+        Self {
+            slots: vec![None; capacity].into_boxed_slice(),
+            free: (0..capacity as u32).rev().collect(),
+            index: vec![
+                Entry {
+                    key: FlowKey::default(),
+                    slot: EMPTY,
+                    side: Side::Client
+                };
+                buckets
+            ]
+            .into_boxed_slice(),
+            mask: buckets - 1,
+            len: 0,
+            sweep: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn find(&self, key: &FlowKey) -> Result<usize, usize> {
+        let mut i = key.hash() as usize & self.mask;
+        loop {
+            let e = &self.index[i];
+            if e.slot == EMPTY {
+                return Err(i);
+            }
+            if e.key == *key {
+                return Ok(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The flow slot and the side a packet with `key` travels.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey) -> Option<(u32, Side)> {
+        self.find(key)
+            .ok()
+            .map(|i| (self.index[i].slot, self.index[i].side))
+    }
+
+    pub fn get(&self, slot: u32) -> Option<&Flow> {
+        self.slots.get(slot as usize)?.as_ref()
+    }
+
+    pub fn get_mut(&mut self, slot: u32) -> Option<&mut Flow> {
+        self.slots.get_mut(slot as usize)?.as_mut()
+    }
+
+    pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
+        let (ck, sk) = (flow.client_key(), flow.server_key());
+        let (Err(ci), Err(_)) = (self.find(&ck), self.find(&sk)) else {
+            return Err(InsertError::Duplicate);
+        };
+        let slot = self.free.pop().ok_or(InsertError::Full)?;
+        self.slots[slot as usize] = Some(flow);
+        self.index[ci] = Entry {
+            key: ck,
+            slot,
+            side: Side::Client,
+        };
+        // Find the server bucket after placing the client key: it may have taken that bucket.
+        if let Err(si) = self.find(&sk) {
+            self.index[si] = Entry {
+                key: sk,
+                slot,
+                side: Side::Server,
+            };
+        }
+        self.len += 1;
+        Ok(slot)
+    }
+
+    /// Removes a flow and returns it.
+    pub fn remove(&mut self, slot: u32) -> Option<Flow> {
+        let flow = self.slots.get_mut(slot as usize)?.take()?;
+        self.unindex(&flow.client_key());
+        self.unindex(&flow.server_key());
+        self.free.push(slot);
+        self.len -= 1;
+        Some(flow)
+    }
+
+    /// Backward-shift deletion keeps every probe chain unbroken without tombstones.
+    fn unindex(&mut self, key: &FlowKey) {
+        let Ok(mut hole) = self.find(key) else { return };
+        let mut i = hole;
+        loop {
+            i = (i + 1) & self.mask;
+            let e = self.index[i];
+            if e.slot == EMPTY {
+                break;
+            }
+            let home = e.key.hash() as usize & self.mask;
+            // Move e into the hole if its home is not in (hole, i] cyclically.
+            let between = if hole <= i {
+                hole < home && home <= i
+            } else {
+                hole < home || home <= i
+            };
+            if !between {
+                self.index[hole] = e;
+                hole = i;
+            }
+        }
+        self.index[hole].slot = EMPTY;
+    }
+
+    /// Examines up to `budget` slots from where the last sweep stopped and removes the flows
+    /// whose deadline passed, handing each to `expired`.
+    pub fn expire(&mut self, now: u64, budget: usize, mut expired: impl FnMut(Flow)) {
+        let n = self.slots.len();
+        for _ in 0..budget.min(n) {
+            let slot = self.sweep as u32;
+            self.sweep = (self.sweep + 1) % n;
+            if self.get(slot).is_some_and(|f| f.deadline() <= now)
+                && let Some(f) = self.remove(slot)
+            {
+                expired(f);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(i: u16) -> Flow {
+        Flow {
+            proto: Proto::Tcp,
+            client: (Ipv4Addr::new(198, 18, 9, (i % 250) as u8), 10_000 + i),
+            vip: (Ipv4Addr::new(198, 18, 0, 100), 80),
+            snip: (Ipv4Addr::new(198, 18, 0, 2), 20_000 + i),
+            service_addr: (Ipv4Addr::new(198, 18, 0, 11), 80),
+            service: 0,
+            vserver: 0,
+            hop: Ipv4Addr::new(198, 18, 0, 11),
+            client_port: 0,
+            client_mac: [2, 0, 0, 0, 0, 1],
+            tcp: TcpProgress::default(),
+            timeouts: Timeouts {
+                embryonic: 10,
+                idle: 100,
+                half_closed: 50,
+                closed: 5,
+            },
+            last_seen: 0,
+        }
+    }
+
+    #[test]
+    fn both_keys_find_the_flow_and_removal_keeps_chains() {
+        let mut t = FlowTable::new(64);
+        let slots: Vec<u32> = (0..64).map(|i| t.insert(flow(i)).unwrap()).collect();
+        assert_eq!(t.insert(flow(100)), Err(InsertError::Full));
+        assert_eq!(t.insert(flow(3)).unwrap_err(), InsertError::Duplicate);
+        for i in (0..64).step_by(2) {
+            t.remove(slots[i]).unwrap();
+        }
+        for i in 0..64u16 {
+            let f = flow(i);
+            let hit = t.lookup(&f.client_key());
+            if i % 2 == 0 {
+                assert!(hit.is_none() && t.lookup(&f.server_key()).is_none());
+            } else {
+                assert_eq!(hit, Some((slots[i as usize], Side::Client)));
+                assert_eq!(
+                    t.lookup(&f.server_key()),
+                    Some((slots[i as usize], Side::Server))
+                );
+            }
+        }
+        assert_eq!(t.len(), 32);
+    }
+
+    #[test]
+    fn expiry_follows_tcp_progress() {
+        let mut t = FlowTable::new(8);
+        let a = t.insert(flow(1)).unwrap(); // embryonic: 10 ms
+        let b = t.insert(flow(2)).unwrap();
+        t.get_mut(b).unwrap().tcp.update(
+            Side::Server,
+            TcpFlags {
+                syn: true,
+                ack: true,
+                ..TcpFlags::default()
+            },
+        );
+        let mut gone = Vec::new();
+        t.expire(10, 8, |f| gone.push(f.client.1));
+        assert_eq!(gone, [10_001]);
+        assert!(t.get(a).is_none() && t.get(b).is_some());
+        t.get_mut(b).unwrap().tcp.update(
+            Side::Client,
+            TcpFlags {
+                rst: true,
+                ..TcpFlags::default()
+            },
+        );
+        t.expire(10, 8, |f| gone.push(f.client.1));
+        assert_eq!(
+            gone.len(),
+            2,
+            "a reset flow lingers only the closed timeout (5 ms)"
+        );
+    }
+
+    #[test]
+    fn random_insert_remove_matches_a_model() {
+        let mut t = FlowTable::new(200);
+        let mut model = std::collections::HashMap::new();
+        let mut r = 1u64;
+        for _ in 0..20_000 {
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let i = ((r >> 33) % 400) as u16;
+            let f = flow(i);
+            if let Some(slot) = model.remove(&i) {
+                assert_eq!(t.remove(slot).map(|f| f.client.1), Some(f.client.1));
+            } else if let Ok(slot) = t.insert(f) {
+                model.insert(i, slot);
+            }
+            assert_eq!(t.len(), model.len());
+        }
+        for (i, slot) in &model {
+            assert_eq!(
+                t.lookup(&flow(*i).server_key()),
+                Some((*slot, Side::Server))
+            );
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! What the monitor core publishes per service, read lock-free by the workers: UP/DOWN,
+//! the LRTM response time and the CUSTOMLOAD load. Until monitors run, services are UP.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use crate::lb::ServiceId;
+
+const NONE: u64 = u64::MAX;
+
+#[derive(Debug)]
+pub struct ServiceHealth {
+    up: Box<[AtomicBool]>,
+    response_us: Box<[AtomicU64]>,
+    load: Box<[AtomicU64]>,
+}
+
+impl ServiceHealth {
+    pub fn new(services: usize) -> Self {
+        Self {
+            up: (0..services).map(|_| AtomicBool::new(true)).collect(),
+            response_us: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
+            load: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
+        }
+    }
+
+    #[inline]
+    pub fn is_up(&self, s: ServiceId) -> bool {
+        self.up.get(s as usize).is_some_and(|u| u.load(Relaxed))
+    }
+
+    pub fn set_up(&self, s: ServiceId, up: bool) {
+        if let Some(u) = self.up.get(s as usize) {
+            u.store(up, Relaxed);
+        }
+    }
+
+    #[inline]
+    pub fn response_time(&self, s: ServiceId) -> Option<u64> {
+        self.response_us
+            .get(s as usize)
+            .map(|r| r.load(Relaxed))
+            .filter(|v| *v != NONE)
+    }
+
+    pub fn set_response_time(&self, s: ServiceId, micros: Option<u64>) {
+        if let Some(r) = self.response_us.get(s as usize) {
+            r.store(micros.unwrap_or(NONE).min(NONE - 1), Relaxed);
+        }
+    }
+
+    #[inline]
+    pub fn load(&self, s: ServiceId) -> Option<u64> {
+        self.load
+            .get(s as usize)
+            .map(|r| r.load(Relaxed))
+            .filter(|v| *v != NONE)
+    }
+
+    pub fn set_load(&self, s: ServiceId, load: Option<u64>) {
+        if let Some(r) = self.load.get(s as usize) {
+            r.store(load.unwrap_or(NONE).min(NONE - 1), Relaxed);
+        }
+    }
+}

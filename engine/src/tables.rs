@@ -1,0 +1,273 @@
+//! The runtime tables a worker indexes, built by the control plane from the configuration
+//! (SPEC §1: the control plane computes, the data plane indexes). A new generation replaces
+//! the old one as a whole; services keep their [`ServiceId`] across generations so counters
+//! and flows stay attached to them.
+//!
+//! How subnets map to ports, in NetScaler's spirit: every profile port is in the default
+//! VLAN, as a NetScaler's untagged interfaces are. A SNIP or VIP is answered for (ARP) on
+//! every port; the engine asks for neighbours on every port and remembers the port the answer
+//! came from. One-arm (everything on one port) and two-arm (clients on one port, services on
+//! another) need no further configuration.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use ctl::conf::{Config, IpType, Transport};
+use ctl::value::Port;
+
+use crate::flow::Timeouts;
+use crate::lb::{Member, Method, Pool, ServiceId, member_seed};
+use crate::wire::Proto;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtService {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    /// `None` for port `*`: the client's destination port is kept.
+    pub port: Option<u16>,
+    pub transport: Transport,
+    /// The service and its server are enabled.
+    pub enabled: bool,
+    /// The SNIP that sources traffic to the service, and the next hop toward it; `None`
+    /// when no SNIP subnet or route reaches it.
+    pub path: Option<(Ipv4Addr, Ipv4Addr)>,
+    pub timeouts: Timeouts,
+    pub down_state_flush: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct RtVserver {
+    pub name: String,
+    pub vip: Ipv4Addr,
+    pub port: Option<u16>,
+    pub transport: Transport,
+    pub enabled: bool,
+    pub pool: Pool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalIp {
+    pub addr: Ipv4Addr,
+    pub mask: u32,
+    pub kind: IpType,
+}
+
+/// Service name → id, kept by the control plane across generations.
+#[derive(Clone, Debug, Default)]
+pub struct ServiceIds {
+    ids: HashMap<String, ServiceId>,
+}
+
+impl ServiceIds {
+    pub fn id(&mut self, name: &str) -> ServiceId {
+        let next = self.ids.len() as ServiceId;
+        *self.ids.entry(name.to_owned()).or_insert(next)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Tables {
+    pub generation: u64,
+    /// Indexed by [`ServiceId`]; `None` for ids of removed services.
+    pub services: Vec<Option<RtService>>,
+    pub vservers: Vec<RtVserver>,
+    pub local: Vec<LocalIp>,
+    pub startup_rr_factor: u64,
+    exact: HashMap<(u32, u8, u16), u32>,
+    any_port: HashMap<(u32, u8), u32>,
+}
+
+fn contains(net: Ipv4Addr, mask: u32, ip: Ipv4Addr) -> bool {
+    u32::from(net) & mask == u32::from(ip) & mask
+}
+
+fn protos(t: Transport) -> &'static [Proto] {
+    match t {
+        Transport::Tcp => &[Proto::Tcp],
+        Transport::Udp => &[Proto::Udp],
+        Transport::Any => &[Proto::Tcp, Proto::Udp],
+    }
+}
+
+impl Tables {
+    pub fn build(config: &Config, ids: &mut ServiceIds, generation: u64) -> Self {
+        let local: Vec<LocalIp> = config
+            .ns_ips
+            .values()
+            .map(|ip| LocalIp {
+                addr: ip.addr,
+                mask: ip.netmask.bits(),
+                kind: ip.settings.kind,
+            })
+            .chain(config.vservers.values().filter_map(|v| match v.vip {
+                Some((IpAddr::V4(addr), _)) => Some(LocalIp {
+                    addr,
+                    mask: u32::MAX,
+                    kind: IpType::Vip,
+                }),
+                _ => None,
+            }))
+            .collect();
+        let snips: Vec<&LocalIp> = local.iter().filter(|l| l.kind == IpType::Snip).collect();
+        let snip_for = |hop: Ipv4Addr| {
+            snips
+                .iter()
+                .find(|s| contains(s.addr, s.mask, hop))
+                .map(|s| s.addr)
+        };
+        let path_to = |addr: Ipv4Addr| -> Option<(Ipv4Addr, Ipv4Addr)> {
+            if let Some(snip) = snip_for(addr) {
+                return Some((snip, addr));
+            }
+            let route = config
+                .routes
+                .iter()
+                .filter(|r| contains(r.network, r.netmask.bits(), addr))
+                .max_by_key(|r| r.netmask.prefix_len())?;
+            Some((snip_for(route.gateway)?, route.gateway))
+        };
+
+        let mut services: Vec<Option<RtService>> = Vec::new();
+        for s in config.services.values() {
+            let Some(IpAddr::V4(addr)) = config.service_addr(s) else {
+                continue;
+            };
+            let id = ids.id(s.name.as_str()) as usize;
+            if services.len() <= id {
+                services.resize(id + 1, None);
+            }
+            let server_enabled = config
+                .servers
+                .get(s.server.as_str())
+                .is_none_or(|sv| sv.settings.state.is_enabled());
+            let (clt, _) = s.service_type.default_timeouts();
+            let idle = s.settings.clt_timeout.map_or(clt, |t| t.get()) * 1000;
+            services[id] = Some(RtService {
+                name: s.name.0.clone(),
+                addr,
+                port: match s.port {
+                    Port::Any => None,
+                    Port::Number(p) => Some(p),
+                },
+                transport: s.service_type.transport(),
+                enabled: s.settings.state.is_enabled() && server_enabled,
+                path: path_to(addr),
+                timeouts: Timeouts {
+                    embryonic: 30_000,
+                    idle,
+                    half_closed: 60_000,
+                    closed: 2_000,
+                },
+                down_state_flush: s.settings.down_state_flush.is_enabled(),
+            });
+        }
+
+        let use_port = config.lb_parameter.use_port_for_hash_lb.is_yes();
+        let mut vservers = Vec::new();
+        let mut exact = HashMap::new();
+        let mut any_port = HashMap::new();
+        for v in config.vservers.values() {
+            let Some((IpAddr::V4(vip), port)) = v.vip else {
+                continue;
+            };
+            let members = v
+                .bindings
+                .iter()
+                .filter_map(|b| {
+                    let svc = config.services.get(b.service.as_str())?;
+                    let id = ids.id(b.service.as_str());
+                    let addr = services.get(id as usize)?.as_ref()?.addr;
+                    let hash_port = match svc.port {
+                        Port::Number(p) if use_port => Some(p),
+                        _ => None,
+                    };
+                    Some(Member {
+                        service: id,
+                        weight: b.settings.weight.get() as u32,
+                        seed: member_seed(
+                            addr.into(),
+                            hash_port,
+                            svc.settings.hash_id.map(|h| h.get()),
+                        ),
+                    })
+                })
+                .collect();
+            let mut pool = Pool::new(Method::from(v.settings.lb_method), members);
+            if let Some(mask) = v.settings.netmask {
+                pool = pool.with_hash_mask(mask.bits());
+            }
+            let index = vservers.len() as u32;
+            let port = match port {
+                Port::Any => None,
+                Port::Number(p) => Some(p),
+            };
+            for proto in protos(v.service_type.transport()) {
+                match port {
+                    Some(p) => {
+                        exact.insert((u32::from(vip), proto.number(), p), index);
+                    }
+                    None => {
+                        any_port.insert((u32::from(vip), proto.number()), index);
+                    }
+                }
+            }
+            vservers.push(RtVserver {
+                name: v.name.0.clone(),
+                vip,
+                port,
+                transport: v.service_type.transport(),
+                enabled: v.settings.state.is_enabled(),
+                pool,
+            });
+        }
+        Self {
+            generation,
+            services,
+            vservers,
+            local,
+            startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
+            exact,
+            any_port,
+        }
+    }
+
+    /// The vserver listening on `dst`, protocol and port.
+    #[inline]
+    pub fn vserver_for(&self, dst: Ipv4Addr, proto: Proto, port: u16) -> Option<u32> {
+        let ip = u32::from(dst);
+        self.exact
+            .get(&(ip, proto.number(), port))
+            .or_else(|| self.any_port.get(&(ip, proto.number())))
+            .copied()
+    }
+
+    #[inline]
+    pub fn local(&self, ip: Ipv4Addr) -> Option<&LocalIp> {
+        self.local.iter().find(|l| l.addr == ip)
+    }
+
+    #[inline]
+    pub fn service(&self, id: ServiceId) -> Option<&RtService> {
+        self.services.get(id as usize)?.as_ref()
+    }
+
+    /// SNIPs (sources of ARP requests and of traffic to services).
+    pub fn snips(&self) -> impl Iterator<Item = &LocalIp> {
+        self.local.iter().filter(|l| l.kind == IpType::Snip)
+    }
+
+    /// The SNIP to ask from when looking for `ip` (the one whose subnet holds it).
+    pub fn snip_toward(&self, ip: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.snips()
+            .find(|s| contains(s.addr, s.mask, ip))
+            .map(|s| s.addr)
+    }
+}

@@ -1,0 +1,130 @@
+//! What happens to each frame, and a counter per drop reason.
+
+use std::fmt;
+
+/// Why a frame was dropped. Every reason has its own counter (`stat` shows them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Shorter than its headers say.
+    Truncated,
+    /// A header that does not parse (bad IHL, bad ARP sizes, …).
+    Malformed,
+    /// Neither IPv4 nor ARP.
+    NotIpv4,
+    /// IP fragments: no ports to balance on.
+    Fragment,
+    /// Not TCP, UDP or ICMP.
+    UnsupportedProtocol,
+    TtlExpired,
+    /// Addressed to no VIP or SNIP of ours.
+    NotForUs,
+    /// To a VIP, but no vserver listens on that protocol and port.
+    NoVserver,
+    /// The vserver is disabled.
+    VserverDisabled,
+    /// The vserver has no candidate service (all DOWN, disabled or unbound).
+    NoService,
+    /// TCP segment without SYN that belongs to no flow.
+    NoFlow,
+    /// The flow table is full: new flows are dropped, existing ones are never evicted.
+    FlowTableFull,
+    /// No source port left on the SNIP for this worker.
+    NatPortsExhausted,
+    /// The next hop's MAC address is not known yet (an ARP request was sent).
+    NoNeighbour,
+    /// No SNIP subnet or route reaches the service.
+    NoRoute,
+    /// ARP or ICMP that is not for us, or an ICMP type we do not answer.
+    Ignored,
+    /// A frame for the monitor core while none runs.
+    NoMonitorCore,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 17] = [
+        Self::Truncated,
+        Self::Malformed,
+        Self::NotIpv4,
+        Self::Fragment,
+        Self::UnsupportedProtocol,
+        Self::TtlExpired,
+        Self::NotForUs,
+        Self::NoVserver,
+        Self::VserverDisabled,
+        Self::NoService,
+        Self::NoFlow,
+        Self::FlowTableFull,
+        Self::NatPortsExhausted,
+        Self::NoNeighbour,
+        Self::NoRoute,
+        Self::Ignored,
+        Self::NoMonitorCore,
+    ];
+
+    pub fn index(self) -> usize {
+        Self::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Truncated => "truncated",
+            Self::Malformed => "malformed",
+            Self::NotIpv4 => "not IPv4",
+            Self::Fragment => "fragment",
+            Self::UnsupportedProtocol => "unsupported protocol",
+            Self::TtlExpired => "TTL expired",
+            Self::NotForUs => "not for us",
+            Self::NoVserver => "no vserver",
+            Self::VserverDisabled => "vserver disabled",
+            Self::NoService => "no service UP",
+            Self::NoFlow => "no flow",
+            Self::FlowTableFull => "flow table full",
+            Self::NatPortsExhausted => "NAT ports exhausted",
+            Self::NoNeighbour => "neighbour unresolved",
+            Self::NoRoute => "no route",
+            Self::Ignored => "ignored",
+            Self::NoMonitorCore => "no monitor core",
+        })
+    }
+}
+
+/// The fate of one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Rewritten in place; send it on this port.
+    Tx {
+        port: usize,
+    },
+    /// Handled without sending it on (an ARP reply learned).
+    Consumed,
+    Drop(DropReason),
+}
+
+/// Drop counters of one worker.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters([u64; DropReason::ALL.len()]);
+
+impl DropCounters {
+    #[inline]
+    pub fn count(&mut self, reason: DropReason) {
+        self.0[reason.index()] += 1;
+    }
+
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason.index()]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Non-zero counters, for `stat` and logs.
+    pub fn nonzero(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL
+            .iter()
+            .map(|r| (*r, self.get(*r)))
+            .filter(|(_, n)| *n > 0)
+    }
+}

@@ -1,0 +1,419 @@
+//! A worker: frames in, verdicts out. It owns its flow-table shard, its NAT port range, its
+//! neighbour table and its per-vserver selection state; it shares only the per-core counters
+//! (its own slots), the published service health and the immutable configuration tables.
+//!
+//! The same code runs over AF_XDP rings and over the in-memory port (tests, `fulcrumd
+//! replay`). Time is passed in (milliseconds); nothing here reads a clock.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use crate::counters::{CoreWriter, Counters};
+use crate::flow::{Flow, FlowKey, FlowTable, InsertError, Side, TcpProgress};
+use crate::health::ServiceHealth;
+use crate::lb::{self, PoolState, RoundRobinReason, ServiceId, ServiceView};
+use crate::nat::Snat;
+use crate::neigh::NeighbourTable;
+use crate::tables::Tables;
+use crate::verdict::{DropCounters, DropReason, Verdict};
+use crate::wire::{self, Arp, Ipv4, Mac, Packet, Proto};
+
+/// Flows examined for expiry per housekeeping call.
+const SWEEP_BUDGET: usize = 256;
+/// Most frames the worker originates (ARP requests) between two drains.
+const OUTBOX: usize = 64;
+const ARP_INTERVAL_MS: u64 = 1000;
+
+/// One frame the worker built itself (an ARP request), padded to the Ethernet minimum.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnFrame {
+    pub port: usize,
+    pub len: usize,
+    pub data: [u8; 60],
+}
+
+/// Totals a worker keeps for `stat` and the lab scripts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    pub rx: u64,
+    pub tx: u64,
+    pub flows_created: u64,
+    pub flows_expired: u64,
+}
+
+/// Selection reads live state: configuration, health from the monitor core, counters summed
+/// over all cores.
+struct LiveView<'a> {
+    tables: &'a Tables,
+    health: &'a ServiceHealth,
+    counters: &'a Counters,
+}
+
+impl ServiceView for LiveView<'_> {
+    #[inline]
+    fn is_candidate(&self, s: ServiceId) -> bool {
+        self.tables
+            .service(s)
+            .is_some_and(|x| x.enabled && x.path.is_some())
+            && self.health.is_up(s)
+    }
+    #[inline]
+    fn active(&self, s: ServiceId) -> u64 {
+        self.counters.active(s)
+    }
+    #[inline]
+    fn packets(&self, s: ServiceId) -> u64 {
+        self.counters.window_packets(s)
+    }
+    #[inline]
+    fn bytes(&self, s: ServiceId) -> u64 {
+        self.counters.window_bytes(s)
+    }
+    #[inline]
+    fn response_time(&self, s: ServiceId) -> Option<u64> {
+        self.health.response_time(s)
+    }
+    #[inline]
+    fn load(&self, s: ServiceId) -> Option<u64> {
+        self.health.load(s)
+    }
+}
+
+#[derive(Debug)]
+pub struct Worker {
+    id: usize,
+    macs: Vec<Mac>,
+    tables: Arc<Tables>,
+    pools: Vec<PoolState>,
+    flows: FlowTable,
+    snat: Snat,
+    neigh: NeighbourTable,
+    writer: CoreWriter,
+    counters: Arc<Counters>,
+    health: Arc<ServiceHealth>,
+    outbox: Vec<OwnFrame>,
+    last_arp_round: Option<u64>,
+    pub drops: DropCounters,
+    pub stats: WorkerStats,
+}
+
+/// What a worker needs at creation.
+#[derive(Debug)]
+pub struct WorkerSetup {
+    pub id: usize,
+    pub workers: usize,
+    /// MAC address of each port, by port index.
+    pub macs: Vec<Mac>,
+    pub flow_capacity: usize,
+    pub writer: CoreWriter,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub tables: Arc<Tables>,
+}
+
+impl Worker {
+    pub fn new(setup: WorkerSetup) -> Self {
+        let mut w = Self {
+            id: setup.id,
+            macs: setup.macs,
+            tables: Arc::new(Tables::default()),
+            pools: Vec::new(),
+            flows: FlowTable::new(setup.flow_capacity),
+            snat: Snat::new(setup.id, setup.workers),
+            neigh: NeighbourTable::new(4096),
+            writer: setup.writer,
+            counters: setup.counters,
+            health: setup.health,
+            outbox: Vec::with_capacity(OUTBOX),
+            last_arp_round: None,
+            drops: DropCounters::default(),
+            stats: WorkerStats::default(),
+        };
+        w.set_tables(setup.tables);
+        w
+    }
+
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    pub fn tables(&self) -> &Arc<Tables> {
+        &self.tables
+    }
+
+    pub fn flows(&self) -> &FlowTable {
+        &self.flows
+    }
+
+    /// Applies a new configuration generation between bursts. Selection state is kept for
+    /// vservers whose pool did not change; a new or changed pool starts over (with startup
+    /// round robin when configured). Established flows are untouched.
+    pub fn set_tables(&mut self, tables: Arc<Tables>) {
+        let old = std::mem::replace(&mut self.tables, tables);
+        let mut pools = Vec::with_capacity(self.tables.vservers.len());
+        for v in &self.tables.vservers {
+            let previous = old.vservers.iter().position(|o| o.name == v.name);
+            let kept = previous.filter(|&i| {
+                old.vservers[i].pool.members() == v.pool.members()
+                    && old.vservers[i].pool.method() == v.pool.method()
+            });
+            let state = match kept.and_then(|i| self.pools.get(i)) {
+                Some(s) => s.clone(),
+                None => {
+                    let mut s = v.pool.new_state();
+                    let reason = match previous {
+                        None => RoundRobinReason::VserverCreated,
+                        Some(i) if old.vservers[i].pool.method() != v.pool.method() => {
+                            RoundRobinReason::MethodChanged
+                        }
+                        Some(_) => RoundRobinReason::ServiceBound,
+                    };
+                    v.pool
+                        .start_round_robin(&mut s, self.tables.startup_rr_factor, reason);
+                    s
+                }
+            };
+            pools.push(state);
+        }
+        self.pools = pools;
+        let snips: Vec<Ipv4Addr> = self.tables.snips().map(|s| s.addr).collect();
+        for s in snips {
+            self.snat.add_snip(s);
+        }
+    }
+
+    /// Processes one received frame in place.
+    #[inline]
+    pub fn process(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8]) -> Verdict {
+        self.stats.rx += 1;
+        let verdict = match wire::parse(frame) {
+            Err(reason) => Verdict::Drop(reason),
+            Ok(Packet::Arp(arp)) => self.arp(now_ms, in_port, frame, &arp),
+            Ok(Packet::Ipv4(ip)) => self.ipv4(now_ms, in_port, frame, &ip),
+        };
+        match verdict {
+            Verdict::Drop(r) => self.drops.count(r),
+            Verdict::Tx { .. } => self.stats.tx += 1,
+            Verdict::Consumed => {}
+        }
+        verdict
+    }
+
+    fn arp(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8], arp: &Arp) -> Verdict {
+        // Anyone on a SNIP subnet who speaks ARP is a neighbour worth remembering.
+        if self.tables.snip_toward(arp.sender_ip).is_some() {
+            self.neigh
+                .learn(arp.sender_ip, arp.sender_mac, in_port, now_ms);
+        }
+        if !arp.request {
+            return Verdict::Consumed;
+        }
+        match (self.tables.local(arp.target_ip), self.macs.get(in_port)) {
+            (Some(_), Some(&mac)) => {
+                wire::arp_reply_in_place(frame, arp, mac);
+                Verdict::Tx { port: in_port }
+            }
+            _ => Verdict::Drop(DropReason::Ignored),
+        }
+    }
+
+    fn ipv4(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Verdict {
+        let Some(local) = self.tables.local(ip.dst).copied() else {
+            return Verdict::Drop(DropReason::NotForUs);
+        };
+        if ip.proto == Proto::Icmp {
+            return match (ip.echo_request, self.macs.get(in_port)) {
+                (true, Some(&mac)) => {
+                    let peer = src_mac(frame);
+                    wire::echo_reply_in_place(frame, ip, mac, peer);
+                    Verdict::Tx { port: in_port }
+                }
+                _ => Verdict::Drop(DropReason::Ignored),
+            };
+        }
+        if ip.ttl <= 1 {
+            return Verdict::Drop(DropReason::TtlExpired);
+        }
+        let key = FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto);
+        if let Some((slot, side)) = self.flows.lookup(&key) {
+            return self.forward(now_ms, frame, ip, slot, side);
+        }
+        if local.kind == ctl::conf::IpType::Snip {
+            // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
+            return Verdict::Drop(DropReason::NoMonitorCore);
+        }
+        match self.new_flow(now_ms, in_port, frame, ip) {
+            Ok(slot) => self.forward(now_ms, frame, ip, slot, Side::Client),
+            Err(reason) => Verdict::Drop(reason),
+        }
+    }
+
+    fn new_flow(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frame: &[u8],
+        ip: &Ipv4,
+    ) -> Result<u32, DropReason> {
+        let vs = self
+            .tables
+            .vserver_for(ip.dst, ip.proto, ip.dst_port)
+            .ok_or(DropReason::NoVserver)? as usize;
+        let vserver = &self.tables.vservers[vs];
+        if !vserver.enabled {
+            return Err(DropReason::VserverDisabled);
+        }
+        let opens_connection = ip.tcp.syn && !ip.tcp.ack;
+        if ip.proto == Proto::Tcp && !opens_connection {
+            return Err(DropReason::NoFlow);
+        }
+        let view = LiveView {
+            tables: &self.tables,
+            health: &self.health,
+            counters: &self.counters,
+        };
+        let hash_key = lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port);
+        let state = self.pools.get_mut(vs).ok_or(DropReason::NoVserver)?;
+        let choice = vserver
+            .pool
+            .select(state, &view, &hash_key)
+            .ok_or(DropReason::NoService)?;
+        let svc = self
+            .tables
+            .service(choice.service)
+            .ok_or(DropReason::NoService)?;
+        let (snip, hop) = svc.path.ok_or(DropReason::NoRoute)?;
+        if self.neigh.get(hop).is_none() {
+            self.ask_for(hop, snip);
+            return Err(DropReason::NoNeighbour);
+        }
+        let nat_port = self
+            .snat
+            .allocate(snip)
+            .ok_or(DropReason::NatPortsExhausted)?;
+        let flow = Flow {
+            proto: ip.proto,
+            client: (ip.src, ip.src_port),
+            vip: (ip.dst, ip.dst_port),
+            snip: (snip, nat_port),
+            service_addr: (svc.addr, svc.port.unwrap_or(ip.dst_port)),
+            service: choice.service,
+            vserver: vs as u32,
+            hop,
+            client_port: in_port,
+            client_mac: src_mac(frame),
+            tcp: TcpProgress::default(),
+            timeouts: svc.timeouts,
+            last_seen: now_ms,
+        };
+        match self.flows.insert(flow) {
+            Ok(slot) => {
+                self.writer.flow_opened(choice.service);
+                self.stats.flows_created += 1;
+                Ok(slot)
+            }
+            Err(e) => {
+                self.snat.release(snip, nat_port);
+                Err(match e {
+                    InsertError::Full => DropReason::FlowTableFull,
+                    InsertError::Duplicate => DropReason::Malformed,
+                })
+            }
+        }
+    }
+
+    fn forward(
+        &mut self,
+        now_ms: u64,
+        frame: &mut [u8],
+        ip: &Ipv4,
+        slot: u32,
+        side: Side,
+    ) -> Verdict {
+        let Some(flow) = self.flows.get_mut(slot) else {
+            return Verdict::Drop(DropReason::NoFlow);
+        };
+        flow.last_seen = now_ms;
+        flow.tcp.update(side, ip.tcp);
+        let flow = *flow;
+        let (port, dst_mac) = match side {
+            Side::Client => {
+                let Some(n) = self.neigh.get(flow.hop) else {
+                    self.ask_for(flow.hop, flow.snip.0);
+                    return Verdict::Drop(DropReason::NoNeighbour);
+                };
+                wire::rewrite(frame, ip, flow.snip, flow.service_addr);
+                (n.port, n.mac)
+            }
+            Side::Server => {
+                wire::rewrite(frame, ip, flow.vip, flow.client);
+                (flow.client_port, flow.client_mac)
+            }
+        };
+        let Some(&our_mac) = self.macs.get(port) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        wire::set_macs(frame, our_mac, dst_mac);
+        self.writer
+            .count(flow.service, now_ms / 1000, 1, ip.len as u64);
+        Verdict::Tx { port }
+    }
+
+    /// Queues an ARP request for `target` on every port (see [`crate::tables`]).
+    fn ask_for(&mut self, target: Ipv4Addr, from: Ipv4Addr) {
+        for (port, &mac) in self.macs.iter().enumerate() {
+            if self.outbox.len() >= OUTBOX
+                || self
+                    .outbox
+                    .iter()
+                    .any(|f| f.port == port && f.data[38..42] == target.octets())
+            {
+                continue;
+            }
+            let mut data = [0u8; 60];
+            let len = wire::arp_request(&mut data, mac, from, target);
+            self.outbox.push(OwnFrame {
+                port,
+                len: len.max(60),
+                data,
+            });
+        }
+    }
+
+    /// Periodic work between bursts: expire idle flows, rotate counter windows, ask for the
+    /// next hops of services not resolved yet (once a second).
+    pub fn housekeeping(&mut self, now_ms: u64) {
+        self.writer.tick(now_ms / 1000);
+        let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
+        self.flows.expire(now_ms, SWEEP_BUDGET, |f| {
+            writer.flow_closed(f.service);
+            snat.release(f.snip.0, f.snip.1);
+            stats.flows_expired += 1;
+        });
+        let round = now_ms / ARP_INTERVAL_MS;
+        if self.last_arp_round != Some(round) {
+            self.last_arp_round = Some(round);
+            let tables = Arc::clone(&self.tables);
+            for svc in tables.services.iter().flatten() {
+                if let Some((snip, hop)) = svc.path
+                    && self.neigh.get(hop).is_none()
+                {
+                    self.ask_for(hop, snip);
+                }
+            }
+        }
+    }
+
+    /// Hands out the frames the worker built (ARP requests).
+    pub fn drain_outbox(&mut self, mut send: impl FnMut(usize, &[u8])) {
+        for f in self.outbox.drain(..) {
+            send(f.port, &f.data[..f.len]);
+        }
+    }
+}
+
+fn src_mac(frame: &[u8]) -> Mac {
+    let mut m = [0u8; 6];
+    m.copy_from_slice(&frame[6..12]);
+    m
+}

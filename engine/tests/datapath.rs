@@ -1,0 +1,551 @@
+//! Packet-in/packet-out fixtures for the worker on the in-memory port: every verdict and every
+//! drop reason, with checksums verified by etherparse (an independent implementation).
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use engine::counters::Counters;
+use engine::health::ServiceHealth;
+use engine::tables::{ServiceIds, Tables};
+use engine::verdict::{DropReason, Verdict};
+use engine::worker::{Worker, WorkerSetup};
+use etherparse::{Ipv4HeaderSlice, PacketBuilder, TcpHeaderSlice, UdpHeaderSlice};
+
+const LB_MAC: [u8; 6] = [0x02, 0xf1, 0, 0, 0, 1];
+const CLIENT_MAC: [u8; 6] = [0x02, 0xc1, 0, 0, 0, 1];
+const CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 50);
+const VIP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 100);
+const SNIP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+fn backend_mac(i: u8) -> [u8; 6] {
+    [0x02, 0xbe, 0, 0, 0, i]
+}
+fn backend(i: u8) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, 10 + i)
+}
+
+const CONFIG: &str = "
+add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add service d1 198.18.0.11 DNS 53
+add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN
+add lb vserver dns DNS 198.18.0.100 53
+add lb vserver off TCP 198.18.0.100 8080
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+bind lb vserver dns d1
+disable lb vserver off
+";
+
+struct Lab {
+    worker: Worker,
+    counters: Arc<Counters>,
+    health: Arc<ServiceHealth>,
+    now: u64,
+}
+
+impl Lab {
+    fn new(config: &str, flows: usize) -> Self {
+        let (cfg, errors) = ctl::conf::replay_text(config);
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut ids = ServiceIds::default();
+        let tables = Arc::new(Tables::build(&cfg, &mut ids, 1));
+        let (counters, mut writers) = Counters::new(1, 64);
+        let health = Arc::new(ServiceHealth::new(64));
+        let worker = Worker::new(WorkerSetup {
+            id: 0,
+            workers: 1,
+            macs: vec![LB_MAC],
+            flow_capacity: flows,
+            writer: writers.remove(0),
+            counters: Arc::clone(&counters),
+            health: Arc::clone(&health),
+            tables,
+        });
+        let mut lab = Self {
+            worker,
+            counters,
+            health,
+            now: 1_000,
+        };
+        // The backends answer the worker's ARP requests.
+        lab.worker.housekeeping(lab.now);
+        let mut asked = Vec::new();
+        lab.worker
+            .drain_outbox(|_, f| asked.push(Ipv4Addr::new(f[38], f[39], f[40], f[41])));
+        for i in 1..=3 {
+            assert!(asked.contains(&backend(i)), "asked {asked:?}");
+            let mut reply = arp(false, backend_mac(i), backend(i), LB_MAC, SNIP);
+            assert_eq!(lab.run(&mut reply), Verdict::Consumed);
+        }
+        lab
+    }
+
+    fn run(&mut self, frame: &mut [u8]) -> Verdict {
+        self.worker.process(self.now, 0, frame)
+    }
+}
+
+fn arp(request: bool, smac: [u8; 6], sip: Ipv4Addr, tmac: [u8; 6], tip: Ipv4Addr) -> Vec<u8> {
+    let mut f = vec![0u8; 42];
+    f[0..6].copy_from_slice(if request { &[0xff; 6] } else { &tmac });
+    f[6..12].copy_from_slice(&smac);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, if request { 1 } else { 2 }]);
+    f[22..28].copy_from_slice(&smac);
+    f[28..32].copy_from_slice(&sip.octets());
+    f[32..38].copy_from_slice(&tmac);
+    f[38..42].copy_from_slice(&tip.octets());
+    f
+}
+
+#[derive(Clone, Copy)]
+enum Flags {
+    Syn,
+    SynAck,
+    Ack,
+    Fin,
+    Rst,
+}
+
+fn tcp(
+    smac: [u8; 6],
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+    flags: Flags,
+    payload: &[u8],
+) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(smac, LB_MAC)
+        .ipv4(src.0.octets(), dst.0.octets(), 64)
+        .tcp(src.1, dst.1, 1000, 65535);
+    let b = match flags {
+        Flags::Syn => b.syn(),
+        Flags::SynAck => b.syn().ack(1001),
+        Flags::Ack => b.ack(1),
+        Flags::Fin => b.fin().ack(1),
+        Flags::Rst => b.rst(),
+    };
+    let mut v = Vec::new();
+    b.write(&mut v, payload).unwrap();
+    v
+}
+
+fn udp(smac: [u8; 6], src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2(smac, LB_MAC)
+        .ipv4(src.0.octets(), dst.0.octets(), 64)
+        .udp(src.1, dst.1)
+        .write(&mut v, payload)
+        .unwrap();
+    v
+}
+
+/// Parses a transmitted TCP frame, checking both checksums against etherparse's own.
+/// (destination MAC, source, destination, payload) of a transmitted segment.
+type Segment = ([u8; 6], (Ipv4Addr, u16), (Ipv4Addr, u16), Vec<u8>);
+
+fn tcp_out(f: &[u8]) -> Segment {
+    let ip = Ipv4HeaderSlice::from_slice(&f[14..]).unwrap();
+    assert_eq!(
+        ip.header_checksum(),
+        ip.to_header().calc_header_checksum(),
+        "IP checksum"
+    );
+    let l4 = 14 + usize::from(ip.ihl()) * 4;
+    let end = 14 + usize::from(ip.total_len());
+    let tcp = TcpHeaderSlice::from_slice(&f[l4..end]).unwrap();
+    let payload = &f[l4 + usize::from(tcp.data_offset()) * 4..end];
+    assert_eq!(
+        tcp.checksum(),
+        tcp.calc_checksum_ipv4(&ip, payload).unwrap(),
+        "TCP checksum"
+    );
+    let mut dmac = [0u8; 6];
+    dmac.copy_from_slice(&f[0..6]);
+    assert_eq!(&f[6..12], &LB_MAC, "sent from our MAC");
+    (
+        dmac,
+        (ip.source_addr(), tcp.source_port()),
+        (ip.destination_addr(), tcp.destination_port()),
+        payload.to_vec(),
+    )
+}
+
+#[test]
+fn arp_for_vip_and_snip_is_answered_and_others_ignored() {
+    let mut lab = Lab::new(CONFIG, 64);
+    for ours in [VIP, SNIP] {
+        let mut f = arp(true, CLIENT_MAC, CLIENT, [0; 6], ours);
+        assert_eq!(lab.run(&mut f), Verdict::Tx { port: 0 });
+        assert_eq!(&f[0..6], &CLIENT_MAC);
+        assert_eq!(&f[20..22], &[0, 2], "reply");
+        assert_eq!(&f[22..28], &LB_MAC);
+        assert_eq!(&f[28..32], &ours.octets());
+        assert_eq!(&f[38..42], &CLIENT.octets());
+    }
+    let mut f = arp(
+        true,
+        CLIENT_MAC,
+        CLIENT,
+        [0; 6],
+        Ipv4Addr::new(198, 18, 0, 77),
+    );
+    assert_eq!(lab.run(&mut f), Verdict::Drop(DropReason::Ignored));
+}
+
+#[test]
+fn tcp_connection_through_the_vip_with_full_nat() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let client = (CLIENT, 40_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+    let (dmac, src, dst, _) = tcp_out(&syn);
+    assert_eq!(
+        dst,
+        (backend(1), 80),
+        "round robin starts at the first service"
+    );
+    assert_eq!(dmac, backend_mac(1));
+    assert_eq!(src.0, SNIP);
+    let nat = src.1;
+    assert!(nat >= engine::nat::FIRST_WORKER_PORT);
+
+    let mut synack = tcp(
+        backend_mac(1),
+        (backend(1), 80),
+        (SNIP, nat),
+        Flags::SynAck,
+        b"",
+    );
+    assert_eq!(lab.run(&mut synack), Verdict::Tx { port: 0 });
+    let (dmac, src, dst, _) = tcp_out(&synack);
+    assert_eq!((dmac, src, dst), (CLIENT_MAC, (VIP, 80), client));
+
+    let mut data = tcp(
+        CLIENT_MAC,
+        client,
+        (VIP, 80),
+        Flags::Ack,
+        b"GET / HTTP/1.1\r\n\r\n",
+    );
+    assert_eq!(lab.run(&mut data), Verdict::Tx { port: 0 });
+    let (_, _, dst, payload) = tcp_out(&data);
+    assert_eq!(dst, (backend(1), 80));
+    assert_eq!(payload, b"GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(lab.counters.active(0), 1);
+    assert_eq!(lab.counters.totals(0).packets, 3);
+
+    // A second client goes to the next service.
+    let mut syn2 = tcp(CLIENT_MAC, (CLIENT, 40_001), (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn2);
+    assert_eq!(tcp_out(&syn2).2, (backend(2), 80));
+
+    // FIN both ways, then the closed timeout removes the flow and frees the service's slot.
+    let mut fin = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Fin, b"");
+    assert_eq!(lab.run(&mut fin), Verdict::Tx { port: 0 });
+    let mut fin2 = tcp(
+        backend_mac(1),
+        (backend(1), 80),
+        (SNIP, nat),
+        Flags::Fin,
+        b"",
+    );
+    assert_eq!(lab.run(&mut fin2), Verdict::Tx { port: 0 });
+    lab.now += 2_001;
+    for _ in 0..4 {
+        lab.worker.housekeeping(lab.now);
+    }
+    assert_eq!(lab.counters.active(0), 0);
+    assert_eq!(
+        lab.worker.flows().len(),
+        1,
+        "the second client's embryonic flow is still young"
+    );
+    let mut late = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"x");
+    assert_eq!(lab.run(&mut late), Verdict::Drop(DropReason::NoFlow));
+}
+
+#[test]
+fn rst_closes_and_unanswered_syns_expire() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let mut syn = tcp(CLIENT_MAC, (CLIENT, 41_000), (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn);
+    let mut rst = tcp(CLIENT_MAC, (CLIENT, 41_000), (VIP, 80), Flags::Rst, b"");
+    assert_eq!(lab.run(&mut rst), Verdict::Tx { port: 0 });
+    let mut syn2 = tcp(CLIENT_MAC, (CLIENT, 41_001), (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn2);
+    lab.now += 2_001;
+    lab.worker.housekeeping(lab.now);
+    assert_eq!(lab.worker.flows().len(), 1);
+    lab.now += 30_000;
+    lab.worker.housekeeping(lab.now);
+    assert!(lab.worker.flows().is_empty());
+    assert_eq!(lab.worker.stats.flows_expired, 2);
+}
+
+#[test]
+fn udp_sessions_and_their_replies() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let mut q = udp(CLIENT_MAC, (CLIENT, 5353), (VIP, 53), b"query");
+    assert_eq!(lab.run(&mut q), Verdict::Tx { port: 0 });
+    let ip = Ipv4HeaderSlice::from_slice(&q[14..]).unwrap();
+    let u = UdpHeaderSlice::from_slice(&q[34..]).unwrap();
+    assert_eq!(
+        (ip.destination_addr(), u.destination_port()),
+        (backend(1), 53)
+    );
+    assert_eq!(
+        u.checksum(),
+        u.to_header()
+            .calc_checksum_ipv4(&ip.to_header(), b"query")
+            .unwrap()
+    );
+    let nat = u.source_port();
+    let mut a = udp(backend_mac(1), (backend(1), 53), (SNIP, nat), b"answer");
+    assert_eq!(lab.run(&mut a), Verdict::Tx { port: 0 });
+    let ip = Ipv4HeaderSlice::from_slice(&a[14..]).unwrap();
+    let u = UdpHeaderSlice::from_slice(&a[34..]).unwrap();
+    assert_eq!(
+        (
+            ip.source_addr(),
+            u.source_port(),
+            ip.destination_addr(),
+            u.destination_port()
+        ),
+        (VIP, 53, CLIENT, 5353)
+    );
+    assert_eq!(
+        u.checksum(),
+        u.to_header()
+            .calc_checksum_ipv4(&ip.to_header(), b"answer")
+            .unwrap()
+    );
+}
+
+#[test]
+fn icmp_echo_to_the_vip_is_answered() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
+        .ipv4(CLIENT.octets(), VIP.octets(), 64)
+        .icmpv4_echo_request(7, 1)
+        .write(&mut v, b"ping")
+        .unwrap();
+    assert_eq!(lab.run(&mut v), Verdict::Tx { port: 0 });
+    let ip = Ipv4HeaderSlice::from_slice(&v[14..]).unwrap();
+    assert_eq!((ip.source_addr(), ip.destination_addr()), (VIP, CLIENT));
+    assert_eq!(ip.header_checksum(), ip.to_header().calc_header_checksum());
+    assert_eq!(v[34], 0, "echo reply");
+    assert_eq!(
+        engine::wire::checksum(&v[34..]),
+        0,
+        "ICMP checksum verifies"
+    );
+}
+
+#[test]
+fn every_drop_reason_is_counted() {
+    let mut lab = Lab::new(CONFIG, 1);
+    // The table's one flow, so that the next new flow finds it full.
+    assert_eq!(
+        lab.run(&mut tcp(
+            CLIENT_MAC,
+            (CLIENT, 2),
+            (VIP, 80),
+            Flags::Syn,
+            b""
+        )),
+        Verdict::Tx { port: 0 }
+    );
+    let mut cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (vec![0u8; 10], DropReason::Truncated),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f[12..14].copy_from_slice(&[0x86, 0xdd]);
+                f
+            },
+            DropReason::NotIpv4,
+        ),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f[14] = 0x44; // IHL 4: shorter than an IPv4 header
+                f
+            },
+            DropReason::Malformed,
+        ),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f.truncate(40);
+                f
+            },
+            DropReason::Truncated,
+        ),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f[20] = 0x20; // more fragments
+                f
+            },
+            DropReason::Fragment,
+        ),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f[23] = 47; // GRE
+                f
+            },
+            DropReason::UnsupportedProtocol,
+        ),
+        (
+            {
+                let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+                f[22] = 1;
+                f
+            },
+            DropReason::TtlExpired,
+        ),
+        (
+            tcp(
+                CLIENT_MAC,
+                (CLIENT, 1),
+                (Ipv4Addr::new(198, 18, 0, 99), 80),
+                Flags::Syn,
+                b"",
+            ),
+            DropReason::NotForUs,
+        ),
+        (
+            tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 81), Flags::Syn, b""),
+            DropReason::NoVserver,
+        ),
+        (
+            tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 8080), Flags::Syn, b""),
+            DropReason::VserverDisabled,
+        ),
+        (
+            tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Ack, b""),
+            DropReason::NoFlow,
+        ),
+        (
+            tcp(CLIENT_MAC, (CLIENT, 3), (VIP, 80), Flags::Syn, b""),
+            DropReason::FlowTableFull,
+        ),
+        (
+            tcp(
+                backend_mac(1),
+                (backend(1), 80),
+                (SNIP, 9999),
+                Flags::Ack,
+                b"",
+            ),
+            DropReason::NoMonitorCore,
+        ),
+        (
+            arp(
+                true,
+                CLIENT_MAC,
+                CLIENT,
+                [0; 6],
+                Ipv4Addr::new(198, 18, 0, 99),
+            ),
+            DropReason::Ignored,
+        ),
+    ];
+    for (i, (frame, reason)) in cases.iter_mut().enumerate() {
+        let before = lab.worker.drops.get(*reason);
+        assert_eq!(lab.run(frame), Verdict::Drop(*reason), "case {i}");
+        assert_eq!(lab.worker.drops.get(*reason), before + 1, "case {i}");
+    }
+    // No service UP.
+    let mut lab = Lab::new(CONFIG, 64);
+    for s in 0..3 {
+        lab.health.set_up(s, false);
+    }
+    let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut f), Verdict::Drop(DropReason::NoService));
+    // A service no SNIP reaches, and one whose MAC is unknown.
+    let mut lab = Lab::new(
+        &format!(
+            "{CONFIG}\nadd service far 203.0.113.9 TCP 80\nadd service near 198.18.0.40 TCP 80\nadd lb vserver v2 TCP 198.18.0.100 81\nbind lb vserver v2 far\nadd lb vserver v3 TCP 198.18.0.100 82 -lbMethod ROUNDROBIN\nbind lb vserver v3 near"
+        ),
+        64,
+    );
+    let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 81), Flags::Syn, b"");
+    assert_eq!(
+        lab.run(&mut f),
+        Verdict::Drop(DropReason::NoService),
+        "an unreachable service is no candidate"
+    );
+    let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 82), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut f), Verdict::Drop(DropReason::NoNeighbour));
+    let mut asked = 0;
+    lab.worker
+        .drain_outbox(|_, f| asked += usize::from(f[38..42] == [198, 18, 0, 40]));
+    assert_eq!(asked, 1, "an ARP request went out for the unknown next hop");
+}
+
+#[test]
+fn nat_ports_run_out_cleanly() {
+    // One worker among 5460 owns a handful of ports.
+    let (cfg, _) = ctl::conf::replay_text(CONFIG);
+    let mut ids = ServiceIds::default();
+    let tables = Arc::new(Tables::build(&cfg, &mut ids, 1));
+    let (counters, mut writers) = Counters::new(1, 8);
+    let mut w = Worker::new(WorkerSetup {
+        id: 0,
+        workers: 5000,
+        macs: vec![LB_MAC],
+        flow_capacity: 1024,
+        writer: writers.remove(0),
+        counters,
+        health: Arc::new(ServiceHealth::new(8)),
+        tables,
+    });
+    for i in 1..=3 {
+        w.process(
+            0,
+            0,
+            &mut arp(false, backend_mac(i), backend(i), LB_MAC, SNIP),
+        );
+    }
+    let ports = engine::nat::Snat::range_of(0, 5000).len();
+    for p in 0..=ports as u16 {
+        w.process(
+            0,
+            0,
+            &mut tcp(CLIENT_MAC, (CLIENT, 2000 + p), (VIP, 80), Flags::Syn, b""),
+        );
+    }
+    assert_eq!(w.drops.get(DropReason::NatPortsExhausted), 1);
+    assert_eq!(w.flows().len(), ports);
+}
+
+mod garbage {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Random bytes, and real frames with random bytes flipped, never panic: each gets a
+        /// verdict and drops are counted.
+        #[test]
+        fn random_frames_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), flips in prop::collection::vec((0usize..80, any::<u8>()), 0..6)) {
+            let mut lab = Lab::new(CONFIG, 16);
+            let mut f = bytes.clone();
+            let before = lab.worker.drops.total();
+            if let Verdict::Drop(_) = lab.run(&mut f) {
+                prop_assert_eq!(lab.worker.drops.total(), before + 1);
+            }
+            let mut g = tcp(CLIENT_MAC, (CLIENT, 7), (VIP, 80), Flags::Syn, b"hello");
+            for (at, v) in flips {
+                if at < g.len() { g[at] ^= v; }
+            }
+            let _ = lab.run(&mut g);
+        }
+    }
+}
