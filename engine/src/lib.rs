@@ -13,6 +13,7 @@ pub mod lb;
 pub mod nat;
 pub mod neigh;
 pub mod profile;
+pub mod replay;
 pub mod tables;
 pub mod verdict;
 pub mod wire;

@@ -70,14 +70,48 @@ fn check_config(path: &PathBuf) -> ExitCode {
     }
 }
 
+/// `replay`: the worker over a pcap (the in-memory port).
+fn replay(config: &PathBuf, pcap: &PathBuf, out: &PathBuf) -> ExitCode {
+    let config = match ctl::conf::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let input = match std::fs::File::open(pcap) {
+        Ok(f) => std::io::BufReader::new(f),
+        Err(e) => {
+            eprintln!("fulcrumd: {}: {e}", pcap.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let output = match std::fs::File::create(out) {
+        Ok(f) => std::io::BufWriter::new(f),
+        Err(e) => {
+            eprintln!("fulcrumd: {}: {e}", out.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    match engine::replay::replay(&config, engine::replay::DEFAULT_MAC, input, output) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fulcrumd: replay: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(path) = &cli.check_config {
         return check_config(path);
     }
-    if let Some(Mode::Replay { .. }) = &cli.command {
-        eprintln!("fulcrumd: replay needs the in-memory port, which is not built yet");
-        return ExitCode::from(2);
+    if let Some(Mode::Replay { config, pcap, out }) = &cli.command {
+        return replay(config, pcap, out);
     }
     let (Some(profile), Some(config)) = (&cli.profile, &cli.config) else {
         eprintln!(
