@@ -6,7 +6,7 @@
 //! fulcrumd replay --config ns.conf --pcap in.pcap --out out.pcap
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -71,7 +71,7 @@ fn check_config(path: &PathBuf) -> ExitCode {
 }
 
 /// `replay`: the worker over a pcap (the in-memory port).
-fn replay(config: &PathBuf, pcap: &PathBuf, out: &PathBuf) -> ExitCode {
+fn replay(config: &Path, pcap: &Path, out: &Path) -> ExitCode {
     let config = match ctl::conf::load(config) {
         Ok(c) => c,
         Err(e) => {
