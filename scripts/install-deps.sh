@@ -4,9 +4,12 @@
 # something is missing. The Rust toolchain itself comes with the machine (rustup).
 set -euo pipefail
 
-# Debian packages. Build: a C compiler for mimalloc's C sources. Later work adds the lab's
-# servers (nginx, snmpd, dnsmasq, vsftpd, socat) and libelf-dev here.
-PACKAGES=(gcc make pkg-config)
+# Debian packages.
+#  build: a C compiler (mimalloc, libbpf), libelf and zlib (libbpf, under the afxdp crate)
+#  lab:   iproute2 and ethtool (namespaces, veth, offloads), nginx with the echo module
+#         (backends), curl and wrk (clients), tcpdump (debugging captures)
+PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev
+          iproute2 ethtool nginx-light libnginx-mod-http-echo curl wrk tcpdump)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -7,6 +7,7 @@
 //! The AF_XDP workers, flow tables and NAT build on these.
 
 pub mod counters;
+pub mod daemon;
 pub mod flow;
 pub mod health;
 pub mod lb;
@@ -18,3 +19,4 @@ pub mod tables;
 pub mod verdict;
 pub mod wire;
 pub mod worker;
+pub mod xsk;

@@ -112,6 +112,10 @@ impl DropCounters {
         self.0[reason.index()] += 1;
     }
 
+    pub fn add(&mut self, reason: DropReason, n: u64) {
+        self.0[reason.index()] += n;
+    }
+
     pub fn get(&self, reason: DropReason) -> u64 {
         self.0[reason.index()]
     }

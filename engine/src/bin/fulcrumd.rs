@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use clap::{Parser, Subcommand};
 use ctl::conf::replay_text;
@@ -126,13 +128,29 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = ctl::conf::load(config) {
-        eprintln!("fulcrumd: refusing to start with a configuration that does not load:\n{e}");
-        return ExitCode::FAILURE;
+    let config = match ctl::conf::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fulcrumd: refusing to start with a configuration that does not load:\n{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+            eprintln!("fulcrumd: cannot handle signal {signal}: {e}");
+            return ExitCode::FAILURE;
+        }
     }
-    eprintln!(
-        "fulcrumd: profile {} and configuration are valid, but the AF_XDP data plane is not built yet",
-        profile.name
-    );
-    ExitCode::from(2)
+    match engine::daemon::run(&profile, &config, stop) {
+        Ok(summary) => {
+            eprintln!("fulcrumd: stopped");
+            print!("{summary}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fulcrumd: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,261 @@
+//! `fulcrumd --profile … --config …`: opens the profile's AF_XDP ports, runs one pinned
+//! worker per listed core until SIGINT/SIGTERM, then detaches its XDP programs and prints
+//! what it carried.
+
+use std::fmt;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::counters::Counters;
+use crate::health::ServiceHealth;
+use crate::profile::HwProfile;
+use crate::tables::{ServiceIds, Tables};
+use crate::verdict::{DropCounters, Verdict};
+use crate::worker::{Worker, WorkerSetup, WorkerStats};
+use crate::xsk::{self, XskConfig, XskPort};
+
+/// Frames taken from a ring per call.
+const BATCH: usize = 64;
+const LOCK_DIR: &str = "/run/fulcrum";
+
+#[derive(Debug)]
+pub struct DaemonError(pub String);
+
+impl fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+/// What the daemon carried, printed when it stops.
+#[derive(Debug, Default)]
+pub struct RunSummary {
+    pub services: Vec<(String, crate::counters::ServiceTotals)>,
+    pub stats: WorkerStats,
+    pub drops: DropCounters,
+}
+
+impl fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.stats;
+        writeln!(
+            f,
+            "frames received {}, sent {}, flows created {}, expired {}",
+            s.rx, s.tx, s.flows_created, s.flows_expired
+        )?;
+        for (name, t) in &self.services {
+            writeln!(
+                f,
+                "service {name}: active {}, packets {}, bytes {}",
+                t.active, t.packets, t.bytes
+            )?;
+        }
+        for (reason, n) in self.drops.nonzero() {
+            writeln!(f, "dropped ({reason}): {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Holds `/run/fulcrum/<ifname>.lock` so a second daemon on the same port fails clearly.
+fn lock_port(ifname: &str) -> Result<File, DaemonError> {
+    std::fs::create_dir_all(LOCK_DIR).map_err(|e| DaemonError(format!("{LOCK_DIR}: {e}")))?;
+    let path = Path::new(LOCK_DIR).join(format!("{ifname}.lock"));
+    let file = File::create(&path).map_err(|e| DaemonError(format!("{}: {e}", path.display())))?;
+    file.try_lock().map_err(|_| {
+        DaemonError(format!(
+            "port {ifname} is already owned by another fulcrumd (lock {} is held)",
+            path.display()
+        ))
+    })?;
+    Ok(file)
+}
+
+pub fn run(
+    profile: &HwProfile,
+    config: &ctl::Config,
+    stop: Arc<AtomicBool>,
+) -> Result<RunSummary, DaemonError> {
+    let _locks = profile
+        .ports
+        .iter()
+        .map(|p| lock_port(&p.ifname))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids = ServiceIds::default();
+    let tables = Arc::new(Tables::build(config, &mut ids, 1));
+    let services = profile.max_services as usize;
+    if tables.services.len() > services {
+        return Err(DaemonError(format!(
+            "{} services exceed the profile's max_services {services}",
+            tables.services.len()
+        )));
+    }
+    let workers = profile.cores.workers.len();
+    let (counters, writers) = Counters::new(workers, services);
+    let health = Arc::new(ServiceHealth::new(services));
+    let macs = profile
+        .ports
+        .iter()
+        .map(|p| xsk::mac_of(&p.ifname))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| DaemonError(e.0))?;
+
+    // Queues are spread over the workers; each worker gets one queue of every port.
+    let mut plans = Vec::new();
+    for (w, writer) in writers.into_iter().enumerate() {
+        let mut ports = Vec::new();
+        for p in &profile.ports {
+            let Some(&queue) = p.queues.get(w % p.queues.len()) else {
+                continue;
+            };
+            if w >= p.queues.len() {
+                continue; // more workers than queues: this worker has nothing on this port
+            }
+            ports.push(XskConfig {
+                ifname: p.ifname.clone(),
+                queue,
+                mode: p.xdp_mode,
+                zero_copy: p.zero_copy,
+                frames: profile.umem.frames as usize,
+                frame_size: profile.umem.frame_size as usize,
+                ring_size: p.ring_size,
+            });
+        }
+        plans.push((w, writer, ports));
+    }
+
+    let clock = Instant::now();
+    let mut handles = Vec::new();
+    let mut opened = Vec::new();
+    for (w, writer, port_configs) in plans {
+        let ports = port_configs
+            .iter()
+            .map(XskPort::open)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| DaemonError(e.0))?;
+        opened.extend(port_configs.iter().map(|c| c.ifname.clone()));
+        let worker = Worker::new(WorkerSetup {
+            id: w,
+            workers,
+            macs: macs.clone(),
+            flow_capacity: profile.flows.per_worker as usize,
+            writer,
+            counters: Arc::clone(&counters),
+            health: Arc::clone(&health),
+            tables: Arc::clone(&tables),
+        });
+        let core = profile.cores.workers[w];
+        let stop = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name(format!("fulcrum-w{w}"))
+            .spawn(move || {
+                if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+                    eprintln!(
+                        "fulcrumd: worker {w} could not be pinned to CPU {core}; running unpinned"
+                    );
+                }
+                worker_loop(worker, ports, &stop, clock)
+            })
+            .map_err(|e| DaemonError(format!("cannot start worker {w}: {e}")))?;
+        handles.push(handle);
+    }
+    eprintln!(
+        "fulcrumd: {} worker(s) running on {}",
+        handles.len(),
+        profile.name
+    );
+
+    let mut summary = RunSummary::default();
+    for h in handles {
+        if let Ok(w) = h.join() {
+            let s = w.stats;
+            summary.stats.rx += s.rx;
+            summary.stats.tx += s.tx;
+            summary.stats.flows_created += s.flows_created;
+            summary.stats.flows_expired += s.flows_expired;
+            for (reason, n) in w.drops.nonzero() {
+                summary.drops.add(reason, n);
+            }
+        }
+    }
+    opened.sort();
+    opened.dedup();
+    for ifname in &opened {
+        if let Err(e) = xsk::detach_xdp(ifname) {
+            eprintln!("fulcrumd: {e}");
+        }
+    }
+    for (id, s) in tables.services.iter().enumerate() {
+        if let Some(s) = s {
+            summary
+                .services
+                .push((s.name.clone(), counters.totals(id as u32)));
+        }
+    }
+    Ok(summary)
+}
+
+/// The worker's loop: reclaim, receive, decide, transmit, refill — per port, per burst.
+fn worker_loop(
+    mut worker: Worker,
+    mut ports: Vec<XskPort>,
+    stop: &AtomicBool,
+    clock: Instant,
+) -> Worker {
+    let mut idle_rounds = 0u32;
+    let mut cross: Vec<(usize, Vec<u8>)> = Vec::with_capacity(BATCH);
+    while !stop.load(Ordering::Relaxed) {
+        let now = clock.elapsed().as_millis() as u64;
+        worker.housekeeping(now);
+        let mut received = 0;
+        for (i, port) in ports.iter_mut().enumerate() {
+            port.reclaim(BATCH * 2);
+            received += port.receive(BATCH);
+            while let Some(mut frame) = port.next_rx() {
+                match worker.process(now, i, xsk::frame_bytes(&mut frame)) {
+                    Verdict::Tx { port: out } if out == i => port.queue_tx(frame),
+                    Verdict::Tx { port: out } => {
+                        // Another port has its own UMEM: copy (two-arm deployments).
+                        cross.push((out, xsk::frame_bytes(&mut frame).to_vec()));
+                        port.recycle(frame);
+                    }
+                    Verdict::Consumed | Verdict::Drop(_) => port.recycle(frame),
+                }
+            }
+            port.flush(BATCH);
+            port.refill(BATCH);
+        }
+        for (out, bytes) in cross.drain(..) {
+            if let Some(p) = ports.get_mut(out) {
+                p.send_copy(&bytes);
+            }
+        }
+        worker.drain_outbox(|out, bytes| {
+            if let Some(p) = ports.get_mut(out) {
+                p.send_copy(bytes);
+            }
+        });
+        for p in &mut ports {
+            p.flush(BATCH);
+        }
+        // Idle: back off to short sleeps so a lab sharing its cores stays usable.
+        if received == 0 {
+            idle_rounds = idle_rounds.saturating_add(1);
+            if idle_rounds > 64 {
+                std::thread::sleep(Duration::from_micros(if idle_rounds > 10_000 {
+                    500
+                } else {
+                    50
+                }));
+            }
+        } else {
+            idle_rounds = 0;
+        }
+    }
+    worker
+}

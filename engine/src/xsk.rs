@@ -1,0 +1,235 @@
+//! AF_XDP ports: one socket on one NIC queue, its UMEM, fill/completion/RX/TX rings.
+//!
+//! The ring protocol lives in the `afxdp` crate (over libbpf); this module keeps frames
+//! accounted for (every UMEM frame is always in exactly one place: the kernel's rings, the
+//! free list, or one of our RX/TX queues) and detaches the XDP program on shutdown, which
+//! libbpf does not do.
+
+use std::ffi::CString;
+use std::fmt;
+use std::sync::Arc;
+
+use afxdp::PENDING_LEN;
+use afxdp::buf::Buf;
+use afxdp::buf_mmap::BufMmap;
+use afxdp::mmap_area::{MmapArea, MmapAreaOptions};
+use afxdp::socket::{Socket, SocketOptions, SocketRx, SocketTx};
+use afxdp::umem::{Umem, UmemCompletionQueue, UmemFillQueue};
+use arraydeque::{ArrayDeque, Wrapping};
+
+use crate::profile::XdpMode;
+
+pub type Frame = BufMmap<'static, ()>;
+type Queue = ArrayDeque<[Frame; PENDING_LEN], Wrapping>;
+
+#[derive(Debug)]
+pub struct XskError(pub String);
+
+impl fmt::Display for XskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for XskError {}
+
+/// One AF_XDP socket with its own UMEM. Fields drop in order: sockets before the UMEM,
+/// the UMEM before the memory it maps.
+pub struct XskPort {
+    pub ifname: String,
+    pub queue: u32,
+    rx_queue: Box<Queue>,
+    tx_queue: Box<Queue>,
+    free: Vec<Frame>,
+    rx: SocketRx<'static, ()>,
+    tx: SocketTx<'static, ()>,
+    fill: UmemFillQueue<'static, ()>,
+    completion: UmemCompletionQueue<'static, ()>,
+    _socket: Arc<Socket<'static, ()>>,
+    _umem: Arc<Umem<'static, ()>>,
+    _area: Arc<MmapArea<'static, ()>>,
+    fill_target: usize,
+}
+
+impl fmt::Debug for XskPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "XskPort({} queue {}, {} free)",
+            self.ifname,
+            self.queue,
+            self.free.len()
+        )
+    }
+}
+
+/// How a port is opened.
+#[derive(Clone, Debug)]
+pub struct XskConfig {
+    pub ifname: String,
+    pub queue: u32,
+    pub mode: XdpMode,
+    pub zero_copy: bool,
+    pub frames: usize,
+    pub frame_size: usize,
+    pub ring_size: u32,
+}
+
+impl XskPort {
+    pub fn open(c: &XskConfig) -> Result<Self, XskError> {
+        let fail = |what: &str, e: &dyn fmt::Debug| {
+            XskError(format!("{} queue {}: {what}: {e:?}", c.ifname, c.queue))
+        };
+        let (area, frames) = MmapArea::<'static, ()>::new(
+            c.frames,
+            c.frame_size,
+            MmapAreaOptions { huge_tlb: false },
+        )
+        .map_err(|e| fail("cannot map the UMEM", &e))?;
+        let (umem, completion, fill) = Umem::new(Arc::clone(&area), c.ring_size, c.ring_size)
+            .map_err(|e| fail("cannot register the UMEM", &e))?;
+        // The afxdp crate attaches the XDP program in the driver's mode when it has one (veth
+        // does), falling back to generic; `skb` profiles get copy mode for the socket.
+        let options = SocketOptions {
+            zero_copy_mode: c.zero_copy,
+            copy_mode: c.mode == XdpMode::Skb || !c.zero_copy,
+            ..SocketOptions::default()
+        };
+        let (socket, rx, tx) = Socket::new(
+            Arc::clone(&umem),
+            &c.ifname,
+            c.queue as usize,
+            c.ring_size,
+            c.ring_size,
+            options,
+        )
+        .map_err(|e| match format!("{e:?}") {
+            s if s.contains("Os { code: 16") || s.contains("EBUSY") => XskError(format!(
+                "{} queue {} is already in use (another fulcrumd or AF_XDP program?)",
+                c.ifname, c.queue
+            )),
+            _ => fail("cannot create the AF_XDP socket", &e),
+        })?;
+        let mut port = Self {
+            ifname: c.ifname.clone(),
+            queue: c.queue,
+            rx_queue: Box::new(ArrayDeque::new()),
+            tx_queue: Box::new(ArrayDeque::new()),
+            free: frames,
+            rx,
+            tx,
+            fill,
+            completion,
+            _socket: socket,
+            _umem: umem,
+            _area: area,
+            fill_target: c.ring_size as usize,
+        };
+        port.refill(port.fill_target);
+        Ok(port)
+    }
+
+    /// Takes back frames the kernel finished sending.
+    pub fn reclaim(&mut self, budget: usize) {
+        let room = self.free.capacity() - self.free.len();
+        let _ = self.completion.service(&mut self.free, budget.min(room));
+    }
+
+    /// Receives up to `budget` frames into the RX queue; returns how many.
+    pub fn receive(&mut self, budget: usize) -> usize {
+        self.rx
+            .try_recv(&mut self.rx_queue, budget, ())
+            .unwrap_or(0)
+    }
+
+    /// The next received frame.
+    pub fn next_rx(&mut self) -> Option<Frame> {
+        self.rx_queue.pop_front()
+    }
+
+    /// Queues a frame (received on this port) for transmission.
+    pub fn queue_tx(&mut self, frame: Frame) {
+        // A full (wrapping) queue hands back its oldest frame: that one is dropped, but the
+        // frame itself is never lost to the UMEM.
+        if let Some(oldest) = self.tx_queue.push_back(frame) {
+            self.free.push(oldest);
+        }
+    }
+
+    /// Returns a frame to the free list.
+    pub fn recycle(&mut self, frame: Frame) {
+        self.free.push(frame);
+    }
+
+    /// Copies `bytes` into a free frame of this port and queues it; false when none is free.
+    pub fn send_copy(&mut self, bytes: &[u8]) -> bool {
+        let Some(mut f) = self.free.pop() else {
+            return false;
+        };
+        let data = f.get_data_mut();
+        if bytes.len() > data.len() {
+            self.free.push(f);
+            return false;
+        }
+        data[..bytes.len()].copy_from_slice(bytes);
+        f.set_len(bytes.len() as u16);
+        self.queue_tx(f);
+        true
+    }
+
+    /// Hands queued frames to the kernel.
+    pub fn flush(&mut self, budget: usize) {
+        let _ = self.tx.try_send(&mut self.tx_queue, budget);
+    }
+
+    /// Tops the fill ring up so the kernel has frames to receive into.
+    pub fn refill(&mut self, budget: usize) {
+        let _ = self.fill.fill(&mut self.free, budget.min(self.fill_target));
+        if self.fill.needs_wakeup() {
+            self.rx.wake();
+        }
+    }
+}
+
+/// The data of a received frame, as long as the frame is.
+pub fn frame_bytes(f: &mut Frame) -> &mut [u8] {
+    let len = usize::from(f.get_len());
+    let data = f.get_data_mut();
+    let len = len.min(data.len());
+    &mut data[..len]
+}
+
+/// Removes the XDP program from `ifname` (libbpf leaves it attached when sockets close).
+pub fn detach_xdp(ifname: &str) -> Result<(), XskError> {
+    let name =
+        CString::new(ifname).map_err(|_| XskError(format!("bad interface name {ifname:?}")))?;
+    // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(XskError(format!("{ifname}: no such interface")));
+    }
+    // SAFETY: plain netlink request through libbpf; fd -1 means "detach"; no memory is shared.
+    let rc = unsafe { libbpf_sys::bpf_set_link_xdp_fd(index as i32, -1, 0) };
+    if rc != 0 {
+        return Err(XskError(format!(
+            "{ifname}: cannot detach the XDP program (error {rc})"
+        )));
+    }
+    Ok(())
+}
+
+/// The MAC address of an interface.
+pub fn mac_of(ifname: &str) -> Result<crate::wire::Mac, XskError> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{ifname}/address"))
+        .map_err(|e| XskError(format!("{ifname}: {e}")))?;
+    let mut mac = [0u8; 6];
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() != 6 {
+        return Err(XskError(format!("{ifname}: unreadable MAC {text:?}")));
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16)
+            .map_err(|_| XskError(format!("{ifname}: unreadable MAC {text:?}")))?;
+    }
+    Ok(mac)
+}

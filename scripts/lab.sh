@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The network lab (SPEC §7): network namespaces joined by veth pairs on one bridge, addresses
+# from 198.18.0.0/15 only, names prefixed fl-<tag>-. Nothing leaves the namespaces.
+#
+#   lab.sh up TAG [BACKENDS]   build the lab, start one nginx per backend
+#   lab.sh down TAG            stop what `up` started (by PID), detach XDP, delete namespaces
+#   lab.sh pids TAG            the PIDs the lab started
+#
+# One-arm layout, all on 198.18.0.0/24 through the bridge in fl-TAG-sw:
+#   fl-TAG-cli   client         198.18.0.50   (eth0)
+#   fl-TAG-lb    the engine     fl-lb0, no kernel address: fulcrumd answers for SNIP .2, VIP .100
+#   fl-TAG-bN    backend N      198.18.0.(10+N), nginx on :80 answering "backend-N"
+#
+# Backends' nginx serve: /           their name
+#                        /delay/MS   their name after MS milliseconds (echo module)
+#                        /bytes/N    N bytes from a file made by the lab (big downloads)
+#                        POST /upload the sha256 of the body is checked by the test, via /sink
+set -euo pipefail
+
+cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
+tag=${2:?tag}
+backends=${3:-3}
+dir=/tmp/fl-lab-$tag
+ns() { echo "fl-$tag-$1"; }
+
+guard() {
+  # From the root namespace, 198.18/15 addresses that are not local would be routed out of the
+  # machine; this route keeps them in (connected routes of the lab are more specific).
+  ip route show | grep -q '^unreachable 198.18.0.0/15' || ip route add unreachable 198.18.0.0/15
+}
+
+link() { # link NS1 IF1 NS2 IF2
+  ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+  ip -n "$1" link set "$2" up
+  ip -n "$3" link set "$4" up
+}
+
+nginx_conf() { # nginx_conf N ADDR
+  local n=$1 addr=$2 d=$dir/b$1
+  mkdir -p "$d/tmp" "$d/html"
+  chmod 755 "$dir" "$d" "$d/html"
+  head -c 52428800 /dev/urandom > "$d/html/big.bin"
+  cat > "$d/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $d/tmp; proxy_temp_path $d/tmp; fastcgi_temp_path $d/tmp;
+  uwsgi_temp_path $d/tmp; scgi_temp_path $d/tmp;
+  client_max_body_size 200m;
+  keepalive_requests 100000;
+  server {
+    listen $addr:80 reuseport backlog=4096;
+    root $d/html;
+    location = / { return 200 "backend-$n\n"; }
+    location ~ ^/delay/(\d+)$ { echo_sleep 0.\$1; echo "backend-$n"; }
+    location = /big.bin { }
+    location = /upload { client_body_in_file_only clean; client_body_buffer_size 1m; echo_read_request_body; echo "backend-$n"; }
+  }
+}
+CONF
+}
+
+up() {
+  guard
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  for n in sw cli lb; do ip netns add "$(ns $n)"; done
+  ip -n "$(ns sw)" link add br0 type bridge
+  ip -n "$(ns sw)" link set br0 up
+  link "$(ns cli)" eth0 "$(ns sw)" cli
+  link "$(ns lb)" fl-lb0 "$(ns sw)" lb
+  ip -n "$(ns sw)" link set cli master br0
+  ip -n "$(ns sw)" link set lb master br0
+  # Hosts compute their checksums in software: with TX offload a veth hands over frames
+  # whose checksum is only partial, and the engine updates checksums incrementally.
+  ip netns exec "$(ns cli)" ethtool -K eth0 tx off >/dev/null
+  ip -n "$(ns cli)" addr add 198.18.0.50/24 dev eth0
+  ip -n "$(ns cli)" link set lo up
+  ip -n "$(ns lb)" link set lo up
+  for i in $(seq 1 "$backends"); do
+    local b; b=$(ns "b$i")
+    ip netns add "$b"
+    link "$b" eth0 "$(ns sw)" "b$i"
+    ip -n "$(ns sw)" link set "b$i" master br0
+    ip netns exec "$b" ethtool -K eth0 tx off >/dev/null
+    ip -n "$b" addr add "198.18.0.$((10 + i))/24" dev eth0
+    ip -n "$b" link set lo up
+    nginx_conf "$i" "198.18.0.$((10 + i))"
+    ip netns exec "$b" nginx -e "$dir/b$i/error.log" -c "$dir/b$i/nginx.conf" -g 'daemon off;' &
+    echo $! >> "$dir/pids"
+  done
+  # Wait until every backend answers (bounded).
+  for i in $(seq 1 "$backends"); do
+    for _ in $(seq 1 100); do
+      ip netns exec "$(ns "b$i")" curl -s -o /dev/null -m 1 "http://198.18.0.$((10 + i))/" && break
+      sleep 0.05
+    done
+  done
+  echo "lab $tag up: $backends backends"
+}
+
+down() {
+  if [ -f "$dir/pids" ]; then
+    # TERM lets nginx stop its own workers; KILL only what is still there after 5 s.
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$dir/pids"
+    for _ in $(seq 1 50); do
+      alive=0
+      while read -r pid; do kill -0 "$pid" 2>/dev/null && alive=1; done < "$dir/pids"
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
+    while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done < "$dir/pids"
+  fi
+  ip -n "$(ns lb)" link set dev fl-lb0 xdp off 2>/dev/null || true
+  for n in $(ip netns list | awk '{print $1}' | grep "^fl-$tag-" || true); do
+    ip netns del "$n"
+  done
+  rm -rf "$dir"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  pids) cat "$dir/pids" 2>/dev/null || true ;;
+  *) echo "usage: lab.sh up|down|pids TAG [BACKENDS]" >&2; exit 2 ;;
+esac
