@@ -11,10 +11,12 @@
 #   fl-TAG-lb    the engine     fl-lb0, no kernel address: fulcrumd answers for SNIP .2, VIP .100
 #   fl-TAG-bN    backend N      198.18.0.(10+N), nginx on :80 answering "backend-N"
 #
-# Backends' nginx serve: /           their name
-#                        /delay/MS   their name after MS milliseconds (echo module)
-#                        /bytes/N    N bytes from a file made by the lab (big downloads)
-#                        POST /upload the sha256 of the body is checked by the test, via /sink
+# Backends' nginx serve (every answer carries the header X-Backend: backend-N):
+#                        /            their name
+#                        /sleep/S     their name after S seconds (echo module; fractions work)
+#                        /big.bin     50 MB of random bytes, different on every backend
+#                        POST /upload the request body, echoed back
+# and a UDP service on port 7 (socat) answering every datagram with their name.
 set -euo pipefail
 
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
@@ -55,10 +57,11 @@ http {
   server {
     listen $addr:80 reuseport backlog=4096;
     root $d/html;
+    add_header X-Backend backend-$n always;
     location = / { return 200 "backend-$n\n"; }
-    location ~ ^/delay/(\d+)$ { echo_sleep 0.\$1; echo "backend-$n"; }
+    location ~ ^/sleep/([0-9.]+)$ { echo_sleep \$1; echo "backend-$n"; }
     location = /big.bin { }
-    location = /upload { client_body_in_file_only clean; client_body_buffer_size 1m; echo_read_request_body; echo "backend-$n"; }
+    location = /upload { client_body_buffer_size 64m; echo_read_request_body; echo_request_body; }
   }
 }
 CONF
@@ -90,7 +93,12 @@ up() {
     ip -n "$b" addr add "198.18.0.$((10 + i))/24" dev eth0
     ip -n "$b" link set lo up
     nginx_conf "$i" "198.18.0.$((10 + i))"
-    ip netns exec "$b" nginx -e "$dir/b$i/error.log" -c "$dir/b$i/nginx.conf" -g 'daemon off;' &
+    # Background servers get their own output files: they must not hold the caller's pipes.
+    ip netns exec "$b" nginx -e "$dir/b$i/error.log" -c "$dir/b$i/nginx.conf" -g 'daemon off;' \
+      > "$dir/b$i/nginx.out" 2>&1 < /dev/null &
+    echo $! >> "$dir/pids"
+    ip netns exec "$b" socat -T2 "UDP4-RECVFROM:7,bind=198.18.0.$((10 + i)),fork" SYSTEM:"echo backend-$i" \
+      > "$dir/b$i/socat.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
   done
   # Wait until every backend answers (bounded).

@@ -62,10 +62,20 @@ impl fmt::Display for RunSummary {
     }
 }
 
-/// Holds `/run/fulcrum/<ifname>.lock` so a second daemon on the same port fails clearly.
+/// Holds `/run/fulcrum/<ifname>@<netns>.lock` so a second daemon on the same port fails
+/// clearly. The network namespace is part of the name: an interface name is only unique
+/// within one.
 fn lock_port(ifname: &str) -> Result<File, DaemonError> {
     std::fs::create_dir_all(LOCK_DIR).map_err(|e| DaemonError(format!("{LOCK_DIR}: {e}")))?;
-    let path = Path::new(LOCK_DIR).join(format!("{ifname}.lock"));
+    let netns = std::fs::read_link("/proc/self/ns/net")
+        .map(|l| {
+            l.to_string_lossy()
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    let path = Path::new(LOCK_DIR).join(format!("{ifname}@{netns}.lock"));
     let file = File::create(&path).map_err(|e| DaemonError(format!("{}: {e}", path.display())))?;
     file.try_lock().map_err(|_| {
         DaemonError(format!(

@@ -104,6 +104,8 @@ pub struct Flow {
     pub client_port: usize,
     pub client_mac: Mac,
     pub tcp: TcpProgress,
+    /// Counted in the service's active transactions (until closed or expired).
+    pub active: bool,
     pub timeouts: Timeouts,
     pub last_seen: u64,
 }
@@ -328,6 +330,7 @@ mod tests {
             client_port: 0,
             client_mac: [2, 0, 0, 0, 0, 1],
             tcp: TcpProgress::default(),
+            active: true,
             timeouts: Timeouts {
                 embryonic: 10,
                 idle: 100,

@@ -4,17 +4,19 @@
 //!
 //! Ports below [`FIRST_WORKER_PORT`] belong to the monitor core's probes.
 
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 /// The monitor core probes from SNIP ports `MONITOR_PORTS`; workers share the rest.
 pub const MONITOR_PORTS: std::ops::Range<u16> = 1024..10_000;
 pub const FIRST_WORKER_PORT: u16 = 10_000;
 
-/// The free ports of one SNIP for one worker.
+/// The free ports of one SNIP for one worker, used oldest-released first: a port comes back
+/// into use as late as possible, long after the service's TIME_WAIT for it ended.
 #[derive(Debug)]
 struct PortPool {
     snip: Ipv4Addr,
-    free: Vec<u16>,
+    free: VecDeque<u16>,
 }
 
 #[derive(Debug)]
@@ -42,15 +44,18 @@ impl Snat {
     /// packet).
     pub fn add_snip(&mut self, snip: Ipv4Addr) {
         if !self.pools.iter().any(|p| p.snip == snip) {
-            // Handed out from the low end first (popped from the back).
-            let free = self.range.clone().rev().collect();
+            let free = self.range.clone().collect();
             self.pools.push(PortPool { snip, free });
         }
     }
 
     #[inline]
     pub fn allocate(&mut self, snip: Ipv4Addr) -> Option<u16> {
-        self.pools.iter_mut().find(|p| p.snip == snip)?.free.pop()
+        self.pools
+            .iter_mut()
+            .find(|p| p.snip == snip)?
+            .free
+            .pop_front()
     }
 
     #[inline]
@@ -59,7 +64,7 @@ impl Snat {
             && self.range.contains(&port)
             && p.free.len() < self.range.len()
         {
-            p.free.push(port);
+            p.free.push_back(port);
         }
     }
 
@@ -94,7 +99,12 @@ mod tests {
         assert_eq!(first, FIRST_WORKER_PORT);
         s.release(snip, first);
         assert_eq!(s.available(snip), n);
-        for _ in 0..n {
+        assert_ne!(
+            s.allocate(snip),
+            Some(first),
+            "a released port waits for the others"
+        );
+        for _ in 0..n - 1 {
             s.allocate(snip).unwrap();
         }
         assert_eq!(s.allocate(snip), None);

@@ -303,6 +303,7 @@ impl Worker {
             client_port: in_port,
             client_mac: src_mac(frame),
             tcp: TcpProgress::default(),
+            active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
         };
@@ -335,6 +336,12 @@ impl Worker {
         };
         flow.last_seen = now_ms;
         flow.tcp.update(side, ip.tcp);
+        // A closed connection is no longer an active transaction, though its entry lingers
+        // for the last ACK and retransmissions.
+        if flow.active && flow.tcp.is_closed() {
+            flow.active = false;
+            self.writer.flow_closed(flow.service);
+        }
         let flow = *flow;
         let (port, dst_mac) = match side {
             Side::Client => {
@@ -386,7 +393,9 @@ impl Worker {
         self.writer.tick(now_ms / 1000);
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         self.flows.expire(now_ms, SWEEP_BUDGET, |f| {
-            writer.flow_closed(f.service);
+            if f.active {
+                writer.flow_closed(f.service);
+            }
             snat.release(f.snip.0, f.snip.1);
             stats.flows_expired += 1;
         });

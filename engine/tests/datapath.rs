@@ -190,6 +190,11 @@ fn tcp_connection_through_the_vip_with_full_nat() {
         b"",
     );
     assert_eq!(lab.run(&mut fin2), Verdict::Tx { port: 0 });
+    assert_eq!(
+        lab.counters.active(0),
+        0,
+        "a closed connection is no longer active"
+    );
     lab.now += 2_001;
     for _ in 0..4 {
         lab.worker.housekeeping(lab.now);

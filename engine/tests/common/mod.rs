@@ -71,3 +71,4 @@ pub fn udp(smac: [u8; 6], src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), payload: &
         .unwrap();
     v
 }
+pub mod lab;

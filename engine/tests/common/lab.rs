@@ -1,0 +1,171 @@
+//! The network lab from the tests' side: `scripts/lab.sh` builds it, `fulcrumd` runs in its
+//! engine namespace, clients run in its client namespace. Dropping a [`Lab`] stops the daemon
+//! (by its PID) and tears the lab down. Lab tests run one at a time (they share two cores).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub const VIP: &str = "198.18.0.100";
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab.sh")
+}
+
+fn profile() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml")
+}
+
+pub struct Lab {
+    pub tag: String,
+    pub dir: PathBuf,
+    daemon: Option<Child>,
+    _serial: MutexGuard<'static, ()>,
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl Lab {
+    pub fn up(name: &str, backends: u32) -> Self {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let tag = format!("{name}{}", std::process::id() % 10_000);
+        let lab = Self {
+            dir: PathBuf::from(format!("/tmp/fl-lab-{tag}")),
+            tag,
+            daemon: None,
+            _serial: serial,
+        };
+        run(Command::new("bash")
+            .arg(script())
+            .args(["up", &lab.tag, &backends.to_string()]));
+        lab
+    }
+
+    pub fn ns(&self, host: &str) -> String {
+        format!("fl-{}-{host}", self.tag)
+    }
+
+    /// Starts fulcrumd with `config` and waits until the VIP answers on `probe_port`.
+    pub fn start(&mut self, config: &str, probe_port: u16) {
+        let conf = self.dir.join("ns.conf");
+        std::fs::write(&conf, config).unwrap();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns("lb"),
+                env!("CARGO_BIN_EXE_fulcrumd"),
+                "--profile",
+            ])
+            .arg(profile())
+            .arg("--config")
+            .arg(&conf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.daemon = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let out = self.client(&[
+                "curl",
+                "-s",
+                "-m",
+                "1",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &format!("http://{VIP}:{probe_port}/"),
+            ]);
+            if String::from_utf8_lossy(&out.stdout) == "200" {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let log = self.stop();
+        panic!("fulcrumd did not start serving: {log}");
+    }
+
+    /// Stops fulcrumd (SIGTERM to its PID) and returns what it printed.
+    pub fn stop(&mut self) -> String {
+        let Some(child) = self.daemon.take() else {
+            return String::new();
+        };
+        let _ = Command::new("kill").arg(child.id().to_string()).status();
+        let out = child.wait_with_output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// Runs a command in the client namespace.
+    pub fn client(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns("cli")])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Starts a command in the client namespace in the background.
+    pub fn client_spawn(&self, args: &[&str]) -> Child {
+        Command::new("ip")
+            .args(["netns", "exec", &self.ns("cli")])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `n` requests, each on a new connection; returns the backend names in order.
+    pub fn curl_new_connections(&self, port: u16, path: &str, n: usize) -> Vec<String> {
+        let url = format!("http://{VIP}:{port}{path}");
+        let mut args = vec!["curl", "-s", "-m", "20", "-H", "Connection: close"];
+        for _ in 0..n {
+            args.push(&url);
+        }
+        let out = self.client(&args);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = Command::new("bash")
+            .arg(script())
+            .args(["down", &self.tag])
+            .status();
+    }
+}
+
+pub fn sha256(path: &std::path::Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+pub fn count(names: &[String], name: &str) -> usize {
+    names.iter().filter(|n| *n == name).count()
+}

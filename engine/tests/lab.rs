@@ -1,0 +1,264 @@
+//! End to end in the lab: real clients (curl, wrk, socat) through fulcrumd on a real AF_XDP
+//! socket to real nginx and socat backends, in network namespaces. Needs root (CI runs as
+//! root); the packages come from scripts/install-deps.sh.
+
+mod common;
+use common::lab::{Lab, VIP, count, sha256};
+
+const SERVICES: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add service u1 198.18.0.11 UDP 7
+add service u2 198.18.0.12 UDP 7
+add service u3 198.18.0.13 UDP 7
+";
+
+fn config(method: &str) -> String {
+    format!(
+        "{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod {method}
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+add lb vserver echo UDP {VIP} 7 -lbMethod ROUNDROBIN
+bind lb vserver echo u1
+bind lb vserver echo u2
+bind lb vserver echo u3
+"
+    )
+}
+
+#[test]
+fn round_robin_spreads_300_new_connections_evenly_and_udp_flows_too() {
+    let mut lab = Lab::up("rr", 3);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let names = lab.curl_new_connections(80, "/", 300);
+    assert_eq!(names.len(), 300, "every request answered");
+    for b in ["backend-1", "backend-2", "backend-3"] {
+        let n = count(&names, b);
+        assert!((98..=102).contains(&n), "{b} got {n} of 300");
+    }
+    // UDP: three datagrams from three source ports go to the three backends.
+    let mut answers: Vec<String> = (0..3)
+        .map(|_| {
+            let out = lab.client(&["bash", "-c", &format!("echo hi | socat -T1 - UDP4:{VIP}:7")]);
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        })
+        .collect();
+    answers.sort();
+    assert_eq!(answers, ["backend-1", "backend-2", "backend-3"]);
+    let summary = lab.stop();
+    assert!(summary.contains("fulcrumd: stopped"), "{summary}");
+    assert!(summary.contains("service s1:"), "{summary}");
+}
+
+#[test]
+fn fifty_megabytes_down_and_up_arrive_byte_identical() {
+    let mut lab = Lab::up("big", 3);
+    lab.start(&config("LEASTCONNECTION"), 80);
+    let down = lab.dir.join("down.bin");
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        &format!("http://{VIP}/big.bin"),
+    ]);
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let backend = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: backend-"))
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!backend.is_empty(), "no X-Backend header: {headers}");
+    assert_eq!(std::fs::metadata(&down).unwrap().len(), 52_428_800);
+    assert_eq!(
+        sha256(&down),
+        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
+    );
+
+    let up = lab.dir.join("up.bin");
+    std::process::Command::new("head")
+        .args(["-c", "52428800", "/dev/urandom"])
+        .stdout(std::fs::File::create(&up).unwrap())
+        .status()
+        .unwrap();
+    let echoed = lab.dir.join("echoed.bin");
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "--data-binary",
+        &format!("@{}", up.display()),
+        "-o",
+        echoed.to_str().unwrap(),
+        &format!("http://{VIP}/upload"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sha256(&echoed),
+        sha256(&up),
+        "the upload came back unchanged"
+    );
+}
+
+#[test]
+fn wrk_with_and_without_keepalive_sees_no_errors() {
+    let mut lab = Lab::up("wrk", 3);
+    lab.start(&config("ROUNDROBIN"), 80);
+    for extra in [&[][..], &["-H", "Connection: close"][..]] {
+        let url = format!("http://{VIP}/");
+        let mut args = vec!["wrk", "-t1", "-c10", "-d10s", "--timeout", "5s"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = lab.client(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains("Socket errors"), "{extra:?}: {text}");
+        assert!(!text.contains("Non-2xx"), "{extra:?}: {text}");
+        let requests: u64 = text
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .split_once(" requests in ")
+                    .map(|(n, _)| n.trim().parse().unwrap_or(0))
+            })
+            .unwrap_or(0);
+        assert!(requests > 1000, "{extra:?}: {text}");
+    }
+}
+
+#[test]
+fn least_connection_avoids_the_backend_holding_long_connections() {
+    let mut lab = Lab::up("lc", 3);
+    // Connections to :8080 can only go to s1; they count against s1 for :80 too.
+    let conf = format!(
+        "{}add lb vserver hold HTTP {VIP} 8080\nbind lb vserver hold s1\n",
+        config("LEASTCONNECTION")
+    );
+    lab.start(&conf, 80);
+    let held: Vec<_> = (0..5)
+        .map(|_| {
+            lab.client_spawn(&[
+                "curl",
+                "-s",
+                "-m",
+                "20",
+                &format!("http://{VIP}:8080/sleep/6"),
+            ])
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let names = lab.curl_new_connections(80, "/", 30);
+    assert_eq!(names.len(), 30);
+    assert_eq!(count(&names, "backend-1"), 0, "{names:?}");
+    let (b2, b3) = (count(&names, "backend-2"), count(&names, "backend-3"));
+    assert!(
+        b2.abs_diff(b3) <= 1,
+        "equal weights share the rest: {b2} / {b3}"
+    );
+    for h in held {
+        let out = h.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "backend-1",
+            "held connections completed"
+        );
+    }
+}
+
+#[test]
+fn least_bandwidth_and_least_packets_steer_away_from_a_bulk_transfer() {
+    let mut lab = Lab::up("lb", 3);
+    let conf = format!(
+        "{}add lb vserver bytes HTTP {VIP} 81 -lbMethod LEASTBANDWIDTH\nbind lb vserver bytes s1\nbind lb vserver bytes s2\nbind lb vserver bytes s3\n\
+         add lb vserver pkts HTTP {VIP} 82 -lbMethod LEASTPACKETS\nbind lb vserver pkts s1\nbind lb vserver pkts s2\nbind lb vserver pkts s3\n",
+        config("ROUNDROBIN")
+    );
+    lab.start(&conf, 80);
+    // A slow bulk download keeps one backend busy for the rest of the test.
+    let bulk = lab.client_spawn(&[
+        "curl",
+        "-s",
+        "-m",
+        "25",
+        "--limit-rate",
+        "4M",
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("http://{VIP}:81/big.bin"),
+    ]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let by_bytes = lab.curl_new_connections(81, "/", 12);
+    let by_packets = lab.curl_new_connections(82, "/", 12);
+    let _ = std::process::Command::new("kill")
+        .arg(bulk.id().to_string())
+        .status();
+    let out = bulk.wait_with_output().unwrap();
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let busy = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: "))
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        !busy.is_empty(),
+        "bulk transfer had no X-Backend: {headers}"
+    );
+    assert_eq!(by_bytes.len(), 12);
+    assert_eq!(by_packets.len(), 12);
+    assert_eq!(
+        count(&by_bytes, &busy),
+        0,
+        "LEASTBANDWIDTH sent to the busy {busy}: {by_bytes:?}"
+    );
+    assert_eq!(
+        count(&by_packets, &busy),
+        0,
+        "LEASTPACKETS sent to the busy {busy}: {by_packets:?}"
+    );
+}
+
+#[test]
+fn a_second_daemon_on_the_same_port_fails_clearly() {
+    let mut lab = Lab::up("dup", 1);
+    lab.start(&format!("add ns ip 198.18.0.2 255.255.255.0\nadd service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP {VIP} 80\nbind lb vserver web s1\n"), 80);
+    let conf = lab.dir.join("ns.conf");
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("lb"),
+            env!("CARGO_BIN_EXE_fulcrumd"),
+            "--profile",
+        ])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"))
+        .arg("--config")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fl-lb0 is already owned by another fulcrumd"),
+        "{err}"
+    );
+    // The first one still serves.
+    assert_eq!(
+        lab.curl_new_connections(80, "/", 2),
+        ["backend-1", "backend-1"]
+    );
+}
