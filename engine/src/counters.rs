@@ -24,6 +24,8 @@ struct Bucket {
 #[repr(align(128))]
 struct Slot {
     active: AtomicI64,
+    /// New flows sent to the service (NetScaler's "hits").
+    hits: AtomicU64,
     packets: AtomicU64,
     bytes: AtomicU64,
     window_packets: AtomicU64,
@@ -93,6 +95,7 @@ pub struct Counters {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServiceTotals {
     pub active: u64,
+    pub hits: u64,
     pub packets: u64,
     pub bytes: u64,
     pub window_packets: u64,
@@ -158,6 +161,7 @@ impl Counters {
     pub fn totals(&self, service: u32) -> ServiceTotals {
         ServiceTotals {
             active: self.active(service),
+            hits: self.sum(service, |s| s.hits.load(Relaxed)),
             packets: self.sum(service, |s| s.packets.load(Relaxed)),
             bytes: self.sum(service, |s| s.bytes.load(Relaxed)),
             window_packets: self.window_packets(service),
@@ -192,6 +196,7 @@ impl CoreWriter {
     pub fn flow_opened(&self, service: u32) {
         if let Some(s) = self.slot(service) {
             s.active.store(s.active.load(Relaxed) + 1, Relaxed);
+            bump(&s.hits, 1);
         }
     }
 

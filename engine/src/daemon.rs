@@ -51,8 +51,8 @@ impl fmt::Display for RunSummary {
         for (name, t) in &self.services {
             writeln!(
                 f,
-                "service {name}: active {}, packets {}, bytes {}",
-                t.active, t.packets, t.bytes
+                "service {name}: hits {}, active {}, packets {}, bytes {}",
+                t.hits, t.active, t.packets, t.bytes
             )?;
         }
         for (reason, n) in self.drops.nonzero() {
