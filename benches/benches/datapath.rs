@@ -1,0 +1,129 @@
+//! ns per packet through the worker on the in-memory port: established-flow forwarding (both
+//! directions) and new flows (SYN → selection → flow → NAT). Frames are built outside the timed
+//! part; each timed iteration processes a burst of 64.
+//!
+//! `cargo bench -p fulcrum-benches --bench datapath`
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use engine::counters::Counters;
+use engine::health::ServiceHealth;
+use engine::tables::{ServiceIds, Tables};
+use engine::verdict::Verdict;
+use engine::worker::{Worker, WorkerSetup};
+use etherparse::PacketBuilder;
+
+const BURST: usize = 64;
+const LB_MAC: [u8; 6] = [2, 0xf1, 0, 0, 0, 1];
+const CLIENT_MAC: [u8; 6] = [2, 0xc1, 0, 0, 0, 1];
+const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 TCP 80
+add service s2 198.18.0.12 TCP 80
+add service s3 198.18.0.13 TCP 80
+add lb vserver web TCP 198.18.0.100 80 -lbMethod LEASTCONNECTION
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+";
+
+fn worker(flows: usize) -> Worker {
+    let (cfg, _) = ctl::conf::replay_text(CONFIG);
+    let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
+    let (counters, mut writers) = Counters::new(1, 16);
+    let mut w = Worker::new(WorkerSetup {
+        id: 0,
+        workers: 1,
+        macs: vec![LB_MAC],
+        flow_capacity: flows,
+        writer: writers.remove(0),
+        counters,
+        health: Arc::new(ServiceHealth::new(16)),
+        tables,
+    });
+    for i in 1..=3u8 {
+        let mut arp = vec![0u8; 42];
+        arp[0..6].copy_from_slice(&LB_MAC);
+        arp[6..12].copy_from_slice(&[2, 0xbe, 0, 0, 0, i]);
+        arp[12..22].copy_from_slice(&[8, 6, 0, 1, 8, 0, 6, 4, 0, 2]);
+        arp[22..28].copy_from_slice(&[2, 0xbe, 0, 0, 0, i]);
+        arp[28..32].copy_from_slice(&[198, 18, 0, 10 + i]);
+        arp[38..42].copy_from_slice(&[198, 18, 0, 2]);
+        w.process(0, 0, &mut arp);
+    }
+    w
+}
+
+fn segment(src_port: u16, syn: bool, payload: &[u8]) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
+        .ipv4(
+            Ipv4Addr::new(198, 18, 0, 50).octets(),
+            [198, 18, 0, 100],
+            64,
+        )
+        .tcp(src_port, 80, 1, 65535);
+    let b = if syn { b.syn() } else { b.ack(1) };
+    let mut v = Vec::new();
+    b.write(&mut v, payload).expect("frame builds");
+    v
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("datapath");
+    g.throughput(Throughput::Elements(BURST as u64));
+
+    // Established flows, client → service: 64 flows open, then data segments on them.
+    let mut w = worker(1 << 16);
+    for p in 0..BURST as u16 {
+        assert!(matches!(
+            w.process(1, 0, &mut segment(20_000 + p, true, b"")),
+            Verdict::Tx { .. }
+        ));
+    }
+    let template: Vec<Vec<u8>> = (0..BURST as u16)
+        .map(|p| segment(20_000 + p, false, &[0x41; 64]))
+        .collect();
+    g.bench_function("established-client-to-service-128B", |b| {
+        b.iter_batched_ref(
+            || template.clone(),
+            |burst| {
+                for f in burst.iter_mut() {
+                    std::hint::black_box(w.process(2, 0, f));
+                }
+            },
+            BatchSize::SmallInput,
+        )
+    });
+
+    // New flows: each SYN is a selection, a flow insert and a NAT port.
+    let mut port = 0u16;
+    g.bench_function("new-flow-syn", |b| {
+        b.iter_batched_ref(
+            || {
+                let frames: Vec<Vec<u8>> = (0..BURST)
+                    .map(|_| {
+                        port = port.wrapping_add(1);
+                        segment(1024 + port % 60_000, true, b"")
+                    })
+                    .collect();
+                (worker(4096), frames)
+            },
+            |(w, burst)| {
+                for f in burst.iter_mut() {
+                    std::hint::black_box(w.process(3, 0, f));
+                }
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(30);
+    targets = bench
+}
+criterion_main!(benches);
