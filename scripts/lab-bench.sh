@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Lab throughput, all paths measured in one run on the same lab (scripts/lab.sh):
+#   direct    client → backend 1 (no load balancer; the upper bound of this lab)
+#   fulcrumd  client → fulcrumd (AF_XDP, full NAT), ROUNDROBIN over 3 backends
+#   nftables  client → the kernel's nftables DNAT + SNAT (numgen round robin), same 3 backends
+#   haproxy   client → HAProxy 2.6, mode tcp, roundrobin, same 3 backends
+# For each: wrk with keep-alive and with a new connection per request (requests/s, p50, p99),
+# and packets/s through the balancer (counted on its switch port, so every path is measured
+# the same way). Everything shares this machine's cores: compare ratios, not absolutes.
+#
+#   bash scripts/lab-bench.sh [SECONDS] [CONNECTIONS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+conns=${2:-50}
+bash scripts/install-deps.sh
+cargo build --release --locked -q --bin fulcrumd
+FULCRUMD=$PWD/target/release/fulcrumd
+tag=bench$$
+dir=/tmp/fl-lab-$tag
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  bash scripts/lab.sh down "$tag"
+}
+trap cleanup EXIT
+bash scripts/lab.sh up "$tag" 3 >/dev/null
+lb=fl-$tag-lb
+cli() { ip netns exec "fl-$tag-cli" "$@"; }
+port_packets() { # packets through a switch port (both directions)
+  ip -n "fl-$tag-sw" -s -j link show "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"]+s["tx"]["packets"])'
+}
+wait_http() {
+  for _ in $(seq 1 100); do cli curl -s -m 1 -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "lab-bench: $1 does not answer" >&2
+  return 1
+}
+to_ms() { awk '{v=$1; if (v ~ /us$/) {sub("us","",v); v/=1000} else if (v ~ /ms$/) {sub("ms","",v)} else if (v ~ /s$/) {sub("s","",v); v*=1000}; printf "%.2f", v}'; }
+
+rows=()
+measure() { # measure NAME URL SWITCHPORT
+  local name=$1 url=$2 swport=$3 line=""
+  for mode in keepalive close; do
+    local extra=() before after out rps p50 p99
+    [ "$mode" = close ] && extra=(-H "Connection: close")
+    before=$(port_packets "$swport")
+    out=$(cli wrk -t1 -c"$conns" -d"${secs}s" --latency "${extra[@]}" "$url")
+    after=$(port_packets "$swport")
+    rps=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+    p50=$(echo "$out" | awk '$1=="50%" {print $2}' | to_ms)
+    p99=$(echo "$out" | awk '$1=="99%" {print $2}' | to_ms)
+    errors=$(echo "$out" | grep -cE 'Socket errors|Non-2xx' || true)
+    line+="| $rps | $p50 | $p99 | $(( (after - before) / secs )) "
+    [ "$errors" = 0 ] || line+="(errors!) "
+  done
+  rows+=("| $name $line|")
+  echo "lab-bench: $name done" >&2
+}
+
+# direct
+measure direct http://198.18.0.11/ b1
+
+# fulcrumd
+cat > "$dir/rr.conf" <<CONF
+add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+CONF
+ip netns exec "$lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config "$dir/rr.conf" > "$dir/fulcrumd.out" 2>&1 &
+daemon=$!
+pids+=("$daemon")
+wait_http http://198.18.0.100/
+measure fulcrumd http://198.18.0.100/ lb
+kill "$daemon"; wait "$daemon" || true
+
+# the kernel: nftables DNAT + SNAT on the same interface (one-arm)
+ip -n "$lb" addr add 198.18.0.100/24 dev fl-lb0
+ip -n "$lb" addr add 198.18.0.2/24 dev fl-lb0
+ip netns exec "$lb" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.fl-lb0.send_redirects=0
+cat > "$dir/lb.nft" <<NFT
+table ip fl_bench {
+  chain pre {
+    type nat hook prerouting priority dstnat; policy accept;
+    ip daddr 198.18.0.100 tcp dport 80 dnat to numgen inc mod 3 map { 0 : 198.18.0.11, 1 : 198.18.0.12, 2 : 198.18.0.13 }
+  }
+  chain post {
+    type nat hook postrouting priority srcnat; policy accept;
+    ip daddr { 198.18.0.11, 198.18.0.12, 198.18.0.13 } tcp dport 80 snat to 198.18.0.2
+  }
+}
+NFT
+ip netns exec "$lb" nft -f "$dir/lb.nft"
+wait_http http://198.18.0.100/
+measure nftables http://198.18.0.100/ lb
+ip netns exec "$lb" nft delete table ip fl_bench
+ip netns exec "$lb" sysctl -qw net.ipv4.ip_forward=0
+
+# HAProxy, mode tcp
+cat > "$dir/haproxy.cfg" <<CFG
+global
+  maxconn 8000
+  nbthread 1
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+frontend fe
+  bind 198.18.0.100:80
+  default_backend be
+backend be
+  balance roundrobin
+  source 198.18.0.2
+  server s1 198.18.0.11:80
+  server s2 198.18.0.12:80
+  server s3 198.18.0.13:80
+CFG
+ip netns exec "$lb" haproxy -db -f "$dir/haproxy.cfg" > "$dir/haproxy.out" 2>&1 &
+pids+=("$!")
+wait_http http://198.18.0.100/
+measure haproxy http://198.18.0.100/ lb
+
+echo
+echo "wrk -t1 -c$conns -d${secs}s; ms; packets/s through the balancer's switch port"
+echo "| path | req/s keep-alive | p50 | p99 | pkt/s | req/s new conn | p50 | p99 | pkt/s |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
