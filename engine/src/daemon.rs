@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
+
 use crate::counters::Counters;
 use crate::health::ServiceHealth;
 use crate::profile::HwProfile;
@@ -86,11 +88,27 @@ fn lock_port(ifname: &str) -> Result<File, DaemonError> {
     Ok(file)
 }
 
+/// The signals the daemon reacts to, as flags its threads poll.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    /// SIGINT/SIGTERM: stop.
+    pub stop: Arc<AtomicBool>,
+    /// SIGHUP: replay the configuration file and publish it if it loads.
+    pub reload: Arc<AtomicBool>,
+}
+
 pub fn run(
     profile: &HwProfile,
-    config: &ctl::Config,
-    stop: Arc<AtomicBool>,
+    config_path: &Path,
+    signals: Signals,
 ) -> Result<RunSummary, DaemonError> {
+    let config = ctl::conf::load(config_path).map_err(|e| {
+        DaemonError(format!(
+            "refusing to start with a configuration that does not load:\n{e}"
+        ))
+    })?;
+    let config = &config;
+    let stop = Arc::clone(&signals.stop);
     let _locks = profile
         .ports
         .iter()
@@ -98,6 +116,8 @@ pub fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let mut ids = ServiceIds::default();
     let tables = Arc::new(Tables::build(config, &mut ids, 1));
+    // Workers pick up a new generation between bursts (RCU-style: one atomic swap).
+    let published = Arc::new(ArcSwap::new(Arc::clone(&tables)));
     let services = profile.max_services as usize;
     if tables.services.len() > services {
         return Err(DaemonError(format!(
@@ -161,6 +181,7 @@ pub fn run(
         });
         let core = profile.cores.workers[w];
         let stop = Arc::clone(&stop);
+        let published = Arc::clone(&published);
         let handle = std::thread::Builder::new()
             .name(format!("fulcrum-w{w}"))
             .spawn(move || {
@@ -169,7 +190,7 @@ pub fn run(
                         "fulcrumd: worker {w} could not be pinned to CPU {core}; running unpinned"
                     );
                 }
-                worker_loop(worker, ports, &stop, clock)
+                worker_loop(worker, ports, &stop, &published, clock)
             })
             .map_err(|e| DaemonError(format!("cannot start worker {w}: {e}")))?;
         handles.push(handle);
@@ -179,6 +200,30 @@ pub fn run(
         handles.len(),
         profile.name
     );
+
+    let mut generation = 1;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        if signals.reload.swap(false, Ordering::Relaxed) {
+            match ctl::conf::load(config_path) {
+                Ok(next) => {
+                    generation += 1;
+                    let tables = Tables::build(&next, &mut ids, generation);
+                    if tables.services.len() > services {
+                        eprintln!(
+                            "fulcrumd: reload refused: more services than max_services {services}"
+                        );
+                        continue;
+                    }
+                    published.store(Arc::new(tables));
+                    eprintln!("fulcrumd: configuration generation {generation} applied");
+                }
+                Err(e) => {
+                    eprintln!("fulcrumd: reload refused, the running configuration stays:\n{e}")
+                }
+            }
+        }
+    }
 
     let mut summary = RunSummary::default();
     for h in handles {
@@ -215,12 +260,19 @@ fn worker_loop(
     mut worker: Worker,
     mut ports: Vec<XskPort>,
     stop: &AtomicBool,
+    published: &ArcSwap<Tables>,
     clock: Instant,
 ) -> Worker {
     let mut idle_rounds = 0u32;
     let mut cross: Vec<(usize, Vec<u8>)> = Vec::with_capacity(BATCH);
     while !stop.load(Ordering::Relaxed) {
         let now = clock.elapsed().as_millis() as u64;
+        {
+            let current = published.load();
+            if !Arc::ptr_eq(&current, worker.tables()) {
+                worker.set_tables(Arc::clone(&current));
+            }
+        }
         worker.housekeeping(now);
         let mut received = 0;
         for (i, port) in ports.iter_mut().enumerate() {

@@ -262,3 +262,67 @@ fn a_second_daemon_on_the_same_port_fails_clearly() {
         ["backend-1", "backend-1"]
     );
 }
+
+#[test]
+fn a_configuration_change_during_a_transfer_does_not_break_it() {
+    let mut lab = Lab::up("cfg", 3);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let down = lab.dir.join("down.bin");
+    let transfer = lab.client_spawn(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "--limit-rate",
+        "8M",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        &format!("http://{VIP}/big.bin"),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Another method, one service gone from the vserver, weights changed; the transfer's
+    // service may be the one unbound: its established flow must not notice.
+    let next = format!(
+        "{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod LEASTCONNECTION\nbind lb vserver web s1 -weight 3\nbind lb vserver web s3\n"
+    );
+    lab.reload(&next);
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20);
+    assert_eq!(
+        count(&names, "backend-2"),
+        0,
+        "the new generation applies to new flows: {names:?}"
+    );
+    // A broken file is refused and the running configuration stays.
+    lab.reload(&format!("{next}bind lb vserver web nosuchservice\n"));
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(names.len(), 6);
+    assert_eq!(count(&names, "backend-2"), 0);
+
+    let out = transfer.wait_with_output().unwrap();
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let backend = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: backend-"))
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!backend.is_empty(), "{headers}");
+    assert_eq!(
+        std::fs::metadata(&down).unwrap().len(),
+        52_428_800,
+        "the transfer completed"
+    );
+    assert_eq!(
+        sha256(&down),
+        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
+    );
+    let log = lab.stop();
+    assert!(log.contains("configuration generation 2 applied"), "{log}");
+    assert!(
+        log.contains("reload refused") && log.contains("nosuchservice"),
+        "{log}"
+    );
+}

@@ -5,11 +5,14 @@
 //! fulcrumd --check-config ns.conf
 //! fulcrumd replay --config ns.conf --pcap in.pcap --out out.pcap
 //! ```
+//!
+//! Running, it stops on SIGINT/SIGTERM (detaching its XDP programs and printing what it
+//! carried) and replays its `--config` file on SIGHUP: a file that loads becomes the next
+//! configuration generation at once, one that does not is refused and the running one stays.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use clap::{Parser, Subcommand};
 use ctl::conf::replay_text;
@@ -128,21 +131,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config = match ctl::conf::load(config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("fulcrumd: refusing to start with a configuration that does not load:\n{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+    let signals = engine::daemon::Signals::default();
+    for (signal, flag) in [
+        (signal_hook::consts::SIGINT, &signals.stop),
+        (signal_hook::consts::SIGTERM, &signals.stop),
+        (signal_hook::consts::SIGHUP, &signals.reload),
+    ] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(flag)) {
             eprintln!("fulcrumd: cannot handle signal {signal}: {e}");
             return ExitCode::FAILURE;
         }
     }
-    match engine::daemon::run(&profile, &config, stop) {
+    match engine::daemon::run(&profile, config, signals) {
         Ok(summary) => {
             eprintln!("fulcrumd: stopped");
             print!("{summary}");

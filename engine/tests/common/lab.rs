@@ -98,6 +98,15 @@ impl Lab {
         panic!("fulcrumd did not start serving: {log}");
     }
 
+    /// Rewrites the configuration file and signals fulcrumd (SIGHUP) to apply it.
+    pub fn reload(&self, config: &str) {
+        std::fs::write(self.dir.join("ns.conf"), config).unwrap();
+        let pid = self.daemon.as_ref().map(|c| c.id()).expect("fulcrumd runs");
+        run(Command::new("kill").args(["-HUP", &pid.to_string()]));
+        // The daemon polls its signal flags every 50 ms; workers switch between bursts.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
     /// Stops fulcrumd (SIGTERM to its PID) and returns what it printed.
     pub fn stop(&mut self) -> String {
         let Some(child) = self.daemon.take() else {
