@@ -2,14 +2,17 @@
 # The network lab (SPEC §7): network namespaces joined by veth pairs on one bridge, addresses
 # from 198.18.0.0/15 only, names prefixed fl-<tag>-. Nothing leaves the namespaces.
 #
-#   lab.sh up TAG [BACKENDS]   build the lab, start one nginx per backend
+#   lab.sh up TAG [BACKENDS] [twoarm]   build the lab, start one nginx per backend
 #   lab.sh down TAG            stop what `up` started (by PID), detach XDP, delete namespaces
 #   lab.sh pids TAG            the PIDs the lab started
 #
-# One-arm layout, all on 198.18.0.0/24 through the bridge in fl-TAG-sw:
+# One-arm layout (default), all on 198.18.0.0/24 through the bridge br0 in fl-TAG-sw:
 #   fl-TAG-cli   client         198.18.0.50   (eth0)
 #   fl-TAG-lb    the engine     fl-lb0, no kernel address: fulcrumd answers for SNIP .2, VIP .100
 #   fl-TAG-bN    backend N      198.18.0.(10+N), nginx on :80 answering "backend-N"
+# Two-arm layout (`twoarm`): the client side is 198.19.0.0/24 on br0 (client 198.19.0.50,
+# VIP 198.19.0.100, engine port fl-lb0); the server side is 198.18.0.0/24 on br1 (SNIP
+# 198.18.0.2, engine port fl-lb1, backends as above).
 #
 # Backends' nginx serve (every answer carries the header X-Backend: backend-N):
 #                        /            their name
@@ -22,6 +25,7 @@ set -euo pipefail
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
 tag=${2:?tag}
 backends=${3:-3}
+arms=${4:-onearm}
 dir=/tmp/fl-lab-$tag
 ns() { echo "fl-$tag-$1"; }
 
@@ -72,23 +76,31 @@ up() {
   rm -rf "$dir"
   mkdir -p "$dir"
   for n in sw cli lb; do ip netns add "$(ns $n)"; done
+  local server_br=br0 client_net=198.18.0
   ip -n "$(ns sw)" link add br0 type bridge
   ip -n "$(ns sw)" link set br0 up
   link "$(ns cli)" eth0 "$(ns sw)" cli
   link "$(ns lb)" fl-lb0 "$(ns sw)" lb
   ip -n "$(ns sw)" link set cli master br0
   ip -n "$(ns sw)" link set lb master br0
+  if [ "$arms" = twoarm ]; then
+    server_br=br1 client_net=198.19.0
+    ip -n "$(ns sw)" link add br1 type bridge
+    ip -n "$(ns sw)" link set br1 up
+    link "$(ns lb)" fl-lb1 "$(ns sw)" lb1
+    ip -n "$(ns sw)" link set lb1 master br1
+  fi
   # Hosts compute their checksums in software: with TX offload a veth hands over frames
   # whose checksum is only partial, and the engine updates checksums incrementally.
   ip netns exec "$(ns cli)" ethtool -K eth0 tx off >/dev/null
-  ip -n "$(ns cli)" addr add 198.18.0.50/24 dev eth0
+  ip -n "$(ns cli)" addr add "$client_net.50/24" dev eth0
   ip -n "$(ns cli)" link set lo up
   ip -n "$(ns lb)" link set lo up
   for i in $(seq 1 "$backends"); do
     local b; b=$(ns "b$i")
     ip netns add "$b"
     link "$b" eth0 "$(ns sw)" "b$i"
-    ip -n "$(ns sw)" link set "b$i" master br0
+    ip -n "$(ns sw)" link set "b$i" master "$server_br"
     ip netns exec "$b" ethtool -K eth0 tx off >/dev/null
     ip -n "$b" addr add "198.18.0.$((10 + i))/24" dev eth0
     ip -n "$b" link set lo up
@@ -124,6 +136,7 @@ down() {
     while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done < "$dir/pids"
   fi
   ip -n "$(ns lb)" link set dev fl-lb0 xdp off 2>/dev/null || true
+  ip -n "$(ns lb)" link set dev fl-lb1 xdp off 2>/dev/null || true
   for n in $(ip netns list | awk '{print $1}' | grep "^fl-$tag-" || true); do
     ip netns del "$n"
   done

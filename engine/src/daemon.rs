@@ -140,12 +140,14 @@ pub fn run(
     for (w, writer) in writers.into_iter().enumerate() {
         let mut ports = Vec::new();
         for p in &profile.ports {
-            let Some(&queue) = p.queues.get(w % p.queues.len()) else {
-                continue;
+            // Port indices are the profile's: a worker needs a queue on every port.
+            let Some(&queue) = p.queues.get(w) else {
+                return Err(DaemonError(format!(
+                    "port {} has {} queue(s) for {workers} workers: every worker needs a queue on every port",
+                    p.ifname,
+                    p.queues.len()
+                )));
             };
-            if w >= p.queues.len() {
-                continue; // more workers than queues: this worker has nothing on this port
-            }
             ports.push(XskConfig {
                 ifname: p.ifname.clone(),
                 queue,
@@ -264,7 +266,6 @@ fn worker_loop(
     clock: Instant,
 ) -> Worker {
     let mut idle_rounds = 0u32;
-    let mut cross: Vec<(usize, Vec<u8>)> = Vec::with_capacity(BATCH);
     while !stop.load(Ordering::Relaxed) {
         let now = clock.elapsed().as_millis() as u64;
         {
@@ -275,27 +276,24 @@ fn worker_loop(
         }
         worker.housekeeping(now);
         let mut received = 0;
-        for (i, port) in ports.iter_mut().enumerate() {
-            port.reclaim(BATCH * 2);
-            received += port.receive(BATCH);
-            while let Some(mut frame) = port.next_rx() {
+        for i in 0..ports.len() {
+            ports[i].reclaim(BATCH * 2);
+            received += ports[i].receive(BATCH);
+            while let Some(mut frame) = ports[i].next_rx() {
                 match worker.process(now, i, xsk::frame_bytes(&mut frame)) {
-                    Verdict::Tx { port: out } if out == i => port.queue_tx(frame),
+                    Verdict::Tx { port: out } if out == i => ports[i].queue_tx(frame),
                     Verdict::Tx { port: out } => {
-                        // Another port has its own UMEM: copy (two-arm deployments).
-                        cross.push((out, xsk::frame_bytes(&mut frame).to_vec()));
-                        port.recycle(frame);
+                        // Each port has its own UMEM: copy into the other one (two-arm).
+                        if let Some(p) = ports.get_mut(out) {
+                            p.send_copy(xsk::frame_bytes(&mut frame));
+                        }
+                        ports[i].recycle(frame);
                     }
-                    Verdict::Consumed | Verdict::Drop(_) => port.recycle(frame),
+                    Verdict::Consumed | Verdict::Drop(_) => ports[i].recycle(frame),
                 }
             }
-            port.flush(BATCH);
-            port.refill(BATCH);
-        }
-        for (out, bytes) in cross.drain(..) {
-            if let Some(p) = ports.get_mut(out) {
-                p.send_copy(&bytes);
-            }
+            ports[i].flush(BATCH);
+            ports[i].refill(BATCH);
         }
         worker.drain_outbox(|out, bytes| {
             if let Some(p) = ports.get_mut(out) {
@@ -317,6 +315,11 @@ fn worker_loop(
             }
         } else {
             idle_rounds = 0;
+        }
+    }
+    for p in &ports {
+        if p.tx_lost > 0 {
+            eprintln!("fulcrumd: worker {}: {p:?}", worker.id());
         }
     }
     worker

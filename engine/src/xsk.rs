@@ -20,6 +20,9 @@ use arraydeque::{ArrayDeque, Wrapping};
 use crate::profile::XdpMode;
 
 pub type Frame = BufMmap<'static, ()>;
+
+/// Frames the kernel sends per wakeup of a copy-mode socket (`TX_BATCH_SIZE` in xsk.c).
+const COPY_MODE_TX_BATCH: usize = 32;
 type Queue = ArrayDeque<[Frame; PENDING_LEN], Wrapping>;
 
 #[derive(Debug)]
@@ -49,6 +52,8 @@ pub struct XskPort {
     _umem: Arc<Umem<'static, ()>>,
     _area: Arc<MmapArea<'static, ()>>,
     fill_target: usize,
+    /// Frames that could not be sent: no free UMEM frame, or the TX queue overflowed.
+    pub tx_lost: u64,
 }
 
 impl fmt::Debug for XskPort {
@@ -124,6 +129,7 @@ impl XskPort {
             _umem: umem,
             _area: area,
             fill_target: c.ring_size as usize,
+            tx_lost: 0,
         };
         port.refill(port.fill_target);
         Ok(port)
@@ -153,6 +159,7 @@ impl XskPort {
         // frame itself is never lost to the UMEM.
         if let Some(oldest) = self.tx_queue.push_back(frame) {
             self.free.push(oldest);
+            self.tx_lost += 1;
         }
     }
 
@@ -164,6 +171,7 @@ impl XskPort {
     /// Copies `bytes` into a free frame of this port and queues it; false when none is free.
     pub fn send_copy(&mut self, bytes: &[u8]) -> bool {
         let Some(mut f) = self.free.pop() else {
+            self.tx_lost += 1;
             return false;
         };
         let data = f.get_data_mut();
@@ -179,7 +187,12 @@ impl XskPort {
 
     /// Hands queued frames to the kernel.
     pub fn flush(&mut self, budget: usize) {
-        let _ = self.tx.try_send(&mut self.tx_queue, budget);
+        let sent = self.tx.try_send(&mut self.tx_queue, budget).unwrap_or(0);
+        // In copy mode the kernel transmits at most 32 descriptors per wakeup (TX_BATCH_SIZE)
+        // and `try_send` wakes it once; a poll drives transmission too, so add one per 32 more.
+        for _ in 0..sent / COPY_MODE_TX_BATCH {
+            self.rx.wake();
+        }
     }
 
     /// Tops the fill ring up so the kernel has frames to receive into.

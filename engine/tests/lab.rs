@@ -326,3 +326,48 @@ fn a_configuration_change_during_a_transfer_does_not_break_it() {
         "{log}"
     );
 }
+
+#[test]
+fn two_arm_clients_on_one_port_services_on_the_other() {
+    let mut lab = Lab::up_two_arm("two", 3);
+    let conf = "add ns ip 198.19.0.100 255.255.255.0 -type VIP
+add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add lb vserver web HTTP 198.19.0.100 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+";
+    lab.start(conf, 80);
+    let names = lab.curl_new_connections(80, "/", 30);
+    assert_eq!(names.len(), 30);
+    for b in ["backend-1", "backend-2", "backend-3"] {
+        assert_eq!(count(&names, b), 10, "{names:?}");
+    }
+    let down = lab.dir.join("down.bin");
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        "http://198.19.0.100/big.bin",
+    ]);
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let backend = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: backend-"))
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        sha256(&down),
+        sha256(&lab.dir.join(format!("b{backend}/html/big.bin"))),
+        "across both ports byte for byte"
+    );
+}

@@ -15,13 +15,16 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/lab.sh")
 }
 
-fn profile() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml")
+fn profile(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../hw-profiles/{name}.toml"))
 }
 
 pub struct Lab {
     pub tag: String,
     pub dir: PathBuf,
+    /// Where clients connect: the one-arm VIP, or the two-arm client-side VIP.
+    pub vip: &'static str,
+    profile: PathBuf,
     daemon: Option<Child>,
     _serial: MutexGuard<'static, ()>,
 }
@@ -37,18 +40,31 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 impl Lab {
+    /// One-arm: clients, VIP, SNIP and services on one port and one subnet.
     pub fn up(name: &str, backends: u32) -> Self {
+        Self::build(name, backends, false)
+    }
+
+    /// Two-arm: clients on fl-lb0 (198.19.0.0/24), services on fl-lb1 (198.18.0.0/24).
+    pub fn up_two_arm(name: &str, backends: u32) -> Self {
+        Self::build(name, backends, true)
+    }
+
+    fn build(name: &str, backends: u32, two_arm: bool) -> Self {
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let tag = format!("{name}{}", std::process::id() % 10_000);
         let lab = Self {
             dir: PathBuf::from(format!("/tmp/fl-lab-{tag}")),
             tag,
+            vip: if two_arm { "198.19.0.100" } else { VIP },
+            profile: profile(if two_arm { "lab-veth-2arm" } else { "lab-veth" }),
             daemon: None,
             _serial: serial,
         };
+        let arms = if two_arm { "twoarm" } else { "onearm" };
         run(Command::new("bash")
             .arg(script())
-            .args(["up", &lab.tag, &backends.to_string()]));
+            .args(["up", &lab.tag, &backends.to_string(), arms]));
         lab
     }
 
@@ -68,7 +84,7 @@ impl Lab {
                 env!("CARGO_BIN_EXE_fulcrumd"),
                 "--profile",
             ])
-            .arg(profile())
+            .arg(&self.profile)
             .arg("--config")
             .arg(&conf)
             .stdout(Stdio::piped())
@@ -87,7 +103,7 @@ impl Lab {
                 "/dev/null",
                 "-w",
                 "%{http_code}",
-                &format!("http://{VIP}:{probe_port}/"),
+                &format!("http://{}:{probe_port}/", self.vip),
             ]);
             if String::from_utf8_lossy(&out.stdout) == "200" {
                 return;
@@ -143,7 +159,7 @@ impl Lab {
 
     /// `n` requests, each on a new connection; returns the backend names in order.
     pub fn curl_new_connections(&self, port: u16, path: &str, n: usize) -> Vec<String> {
-        let url = format!("http://{VIP}:{port}{path}");
+        let url = format!("http://{}:{port}{path}", self.vip);
         let mut args = vec!["curl", "-s", "-m", "20", "-H", "Connection: close"];
         for _ in 0..n {
             args.push(&url);
