@@ -403,6 +403,15 @@ fn every_drop_reason_is_counted() {
         assert_eq!(lab.run(frame), Verdict::Drop(*reason), "case {i}");
         assert_eq!(lab.worker.drops.get(*reason), before + 1, "case {i}");
     }
+    // A neighbour learned on a port this worker has no MAC for (no way out).
+    let mut lab = Lab::new(CONFIG, 64);
+    lab.worker.process(
+        lab.now,
+        5,
+        &mut arp(false, backend_mac(1), backend(1), LB_MAC, SNIP),
+    );
+    let mut f = tcp(CLIENT_MAC, (CLIENT, 1), (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut f), Verdict::Drop(DropReason::NoRoute));
     // No service UP.
     let mut lab = Lab::new(CONFIG, 64);
     for s in 0..3 {
