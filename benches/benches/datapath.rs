@@ -89,9 +89,8 @@ fn bench(c: &mut Criterion) {
         b.iter_batched_ref(
             || template.clone(),
             |burst| {
-                for f in burst.iter_mut() {
-                    std::hint::black_box(w.process(2, 0, f));
-                }
+                let mut verdicts = [Verdict::Consumed; BURST];
+                std::hint::black_box(w.process_burst(2, 0, burst, &mut verdicts));
             },
             BatchSize::SmallInput,
         )
@@ -111,9 +110,8 @@ fn bench(c: &mut Criterion) {
                 (worker(4096), frames)
             },
             |(w, burst)| {
-                for f in burst.iter_mut() {
-                    std::hint::black_box(w.process(3, 0, f));
-                }
+                let mut verdicts = [Verdict::Consumed; BURST];
+                std::hint::black_box(w.process_burst(3, 0, burst, &mut verdicts));
             },
             BatchSize::LargeInput,
         )

@@ -16,7 +16,7 @@ use crate::health::ServiceHealth;
 use crate::profile::HwProfile;
 use crate::tables::{ServiceIds, Tables};
 use crate::verdict::{DropCounters, Verdict};
-use crate::worker::{Worker, WorkerSetup, WorkerStats};
+use crate::worker::{BURST, Worker, WorkerSetup, WorkerStats};
 use crate::xsk::{self, XskConfig, XskPort};
 
 /// Frames taken from a ring per call.
@@ -266,6 +266,8 @@ fn worker_loop(
     clock: Instant,
 ) -> Worker {
     let mut idle_rounds = 0u32;
+    let mut burst: Vec<xsk::Frame> = Vec::with_capacity(BURST);
+    let mut verdicts = [Verdict::Consumed; BURST];
     while !stop.load(Ordering::Relaxed) {
         let now = clock.elapsed().as_millis() as u64;
         {
@@ -279,17 +281,29 @@ fn worker_loop(
         for i in 0..ports.len() {
             ports[i].reclaim(BATCH * 2);
             received += ports[i].receive(BATCH);
-            while let Some(mut frame) = ports[i].next_rx() {
-                match worker.process(now, i, xsk::frame_bytes(&mut frame)) {
-                    Verdict::Tx { port: out } if out == i => ports[i].queue_tx(frame),
-                    Verdict::Tx { port: out } => {
-                        // Each port has its own UMEM: copy into the other one (two-arm).
-                        if let Some(p) = ports.get_mut(out) {
-                            p.send_copy(xsk::frame_bytes(&mut frame));
-                        }
-                        ports[i].recycle(frame);
+            loop {
+                while burst.len() < BURST {
+                    match ports[i].next_rx() {
+                        Some(frame) => burst.push(frame),
+                        None => break,
                     }
-                    Verdict::Consumed | Verdict::Drop(_) => ports[i].recycle(frame),
+                }
+                if burst.is_empty() {
+                    break;
+                }
+                worker.process_burst(now, i, &mut burst, &mut verdicts);
+                for (mut frame, verdict) in burst.drain(..).zip(verdicts) {
+                    match verdict {
+                        Verdict::Tx { port: out } if out == i => ports[i].queue_tx(frame),
+                        Verdict::Tx { port: out } => {
+                            // Each port has its own UMEM: copy into the other one (two-arm).
+                            if let Some(p) = ports.get_mut(out) {
+                                p.send_copy(xsk::frame_bytes(&mut frame));
+                            }
+                            ports[i].recycle(frame);
+                        }
+                        Verdict::Consumed | Verdict::Drop(_) => ports[i].recycle(frame),
+                    }
                 }
             }
             ports[i].flush(BATCH);

@@ -18,11 +18,44 @@ use crate::tables::Tables;
 use crate::verdict::{DropCounters, DropReason, Verdict};
 use crate::wire::{self, Arp, Ipv4, Mac, Packet, Proto};
 
+/// Most frames one call of [`Worker::process_burst`] takes.
+pub const BURST: usize = 64;
 /// Flows examined for expiry per housekeeping call.
 const SWEEP_BUDGET: usize = 256;
 /// Most frames the worker originates (ARP requests) between two drains.
 const OUTBOX: usize = 64;
 const ARP_INTERVAL_MS: u64 = 1000;
+
+/// A received frame's bytes, whatever holds them (a UMEM frame, a buffer in a test).
+pub trait FrameBuf {
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+impl FrameBuf for &mut [u8] {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl FrameBuf for Vec<u8> {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// Where a frame of a burst stands between the stages.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    Done(Verdict),
+    /// Needs a flow lookup; `true` when addressed to a SNIP (replies, or the monitor core's).
+    Lookup(Ipv4, bool),
+    New(Ipv4),
+    Forward(Ipv4, u32, Side),
+}
+
+fn flow_key(ip: &Ipv4) -> FlowKey {
+    FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
+}
 
 /// One frame the worker built itself (an ARP request), padded to the Ethernet minimum.
 #[derive(Clone, Copy, Debug)]
@@ -182,21 +215,76 @@ impl Worker {
         }
     }
 
-    /// Processes one received frame in place.
+    /// Processes one received frame in place (a burst of one).
     #[inline]
     pub fn process(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8]) -> Verdict {
-        self.stats.rx += 1;
-        let verdict = match wire::parse(frame) {
-            Err(reason) => Verdict::Drop(reason),
-            Ok(Packet::Arp(arp)) => self.arp(now_ms, in_port, frame, &arp),
-            Ok(Packet::Ipv4(ip)) => self.ipv4(now_ms, in_port, frame, &ip),
-        };
-        match verdict {
-            Verdict::Drop(r) => self.drops.count(r),
-            Verdict::Tx { .. } => self.stats.tx += 1,
-            Verdict::Consumed => {}
+        let mut verdict = [Verdict::Consumed];
+        self.process_burst(now_ms, in_port, &mut [frame], &mut verdict);
+        verdict[0]
+    }
+
+    /// Processes a burst received on one port, in stages: parse all (ARP and ICMP are answered
+    /// there), look all up in the flow table, select services for the misses, rewrite all.
+    /// `verdicts[i]` says what to do with `frames[i]`; at most [`BURST`] frames are taken.
+    pub fn process_burst<F: FrameBuf>(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frames: &mut [F],
+        verdicts: &mut [Verdict],
+    ) -> usize {
+        let n = frames.len().min(verdicts.len()).min(BURST);
+        let mut stage = [Stage::Done(Verdict::Consumed); BURST];
+        // 1. Parse.
+        for i in 0..n {
+            let frame = frames[i].bytes();
+            stage[i] = match wire::parse(frame) {
+                Err(reason) => Stage::Done(Verdict::Drop(reason)),
+                Ok(Packet::Arp(arp)) => Stage::Done(self.arp(now_ms, in_port, frame, &arp)),
+                Ok(Packet::Ipv4(ip)) => self.classify(in_port, frame, &ip),
+            };
         }
-        verdict
+        // 2. Look up.
+        for st in stage.iter_mut().take(n) {
+            if let Stage::Lookup(ip, snip_bound) = *st {
+                *st = match self.flows.lookup(&flow_key(&ip)) {
+                    Some((slot, side)) => Stage::Forward(ip, slot, side),
+                    // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
+                    None if snip_bound => Stage::Done(Verdict::Drop(DropReason::NoMonitorCore)),
+                    None => Stage::New(ip),
+                };
+            }
+        }
+        // 3. Select for the misses. An earlier frame of this burst may have created the flow.
+        for i in 0..n {
+            if let Stage::New(ip) = stage[i] {
+                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
+                    Some((slot, side)) => Stage::Forward(ip, slot, side),
+                    None => match self.new_flow(now_ms, in_port, frames[i].bytes(), &ip) {
+                        Ok(slot) => Stage::Forward(ip, slot, Side::Client),
+                        Err(reason) => Stage::Done(Verdict::Drop(reason)),
+                    },
+                };
+            }
+        }
+        // 4. Rewrite.
+        for i in 0..n {
+            let verdict = match stage[i] {
+                Stage::Forward(ip, slot, side) => {
+                    self.forward(now_ms, frames[i].bytes(), &ip, slot, side)
+                }
+                Stage::Done(v) => v,
+                Stage::Lookup(..) | Stage::New(_) => Verdict::Drop(DropReason::Malformed),
+            };
+            match verdict {
+                Verdict::Drop(r) => self.drops.count(r),
+                Verdict::Tx { .. } => self.stats.tx += 1,
+                Verdict::Consumed => {}
+            }
+            verdicts[i] = verdict;
+        }
+        self.stats.rx += n as u64;
+        n
     }
 
     fn arp(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8], arp: &Arp) -> Verdict {
@@ -217,35 +305,25 @@ impl Worker {
         }
     }
 
-    fn ipv4(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Verdict {
+    /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup.
+    fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Stage {
         let Some(local) = self.tables.local(ip.dst).copied() else {
-            return Verdict::Drop(DropReason::NotForUs);
+            return Stage::Done(Verdict::Drop(DropReason::NotForUs));
         };
         if ip.proto == Proto::Icmp {
-            return match (ip.echo_request, self.macs.get(in_port)) {
+            return Stage::Done(match (ip.echo_request, self.macs.get(in_port)) {
                 (true, Some(&mac)) => {
                     let peer = src_mac(frame);
                     wire::echo_reply_in_place(frame, ip, mac, peer);
                     Verdict::Tx { port: in_port }
                 }
                 _ => Verdict::Drop(DropReason::Ignored),
-            };
+            });
         }
         if ip.ttl <= 1 {
-            return Verdict::Drop(DropReason::TtlExpired);
+            return Stage::Done(Verdict::Drop(DropReason::TtlExpired));
         }
-        let key = FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto);
-        if let Some((slot, side)) = self.flows.lookup(&key) {
-            return self.forward(now_ms, frame, ip, slot, side);
-        }
-        if local.kind == ctl::conf::IpType::Snip {
-            // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
-            return Verdict::Drop(DropReason::NoMonitorCore);
-        }
-        match self.new_flow(now_ms, in_port, frame, ip) {
-            Ok(slot) => self.forward(now_ms, frame, ip, slot, Side::Client),
-            Err(reason) => Verdict::Drop(reason),
-        }
+        Stage::Lookup(*ip, local.kind == ctl::conf::IpType::Snip)
     }
 
     fn new_flow(

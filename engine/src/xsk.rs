@@ -246,3 +246,9 @@ pub fn mac_of(ifname: &str) -> Result<crate::wire::Mac, XskError> {
     }
     Ok(mac)
 }
+
+impl crate::worker::FrameBuf for Frame {
+    fn bytes(&mut self) -> &mut [u8] {
+        frame_bytes(self)
+    }
+}

@@ -499,3 +499,32 @@ mod garbage {
         }
     }
 }
+
+#[test]
+fn a_burst_is_processed_in_stages_and_keeps_frame_order() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // Two datagrams of one new UDP session and a SYN, in one burst: the session's second
+    // datagram finds the flow its first one created, in the same burst.
+    let mut burst = vec![
+        udp(CLIENT_MAC, (CLIENT, 6000), (VIP, 53), b"one"),
+        udp(CLIENT_MAC, (CLIENT, 6000), (VIP, 53), b"two"),
+        tcp(CLIENT_MAC, (CLIENT, 6001), (VIP, 80), Flags::Syn, b""),
+        vec![1, 2, 3],
+    ];
+    let mut verdicts = [Verdict::Consumed; 4];
+    assert_eq!(
+        lab.worker
+            .process_burst(lab.now, 0, &mut burst, &mut verdicts),
+        4
+    );
+    assert_eq!(verdicts[..3], [Verdict::Tx { port: 0 }; 3]);
+    assert_eq!(verdicts[3], Verdict::Drop(DropReason::Truncated));
+    assert_eq!(lab.worker.stats.flows_created, 2);
+    let port = |f: &[u8]| u16::from_be_bytes([f[34], f[35]]);
+    assert_eq!(
+        port(&burst[0]),
+        port(&burst[1]),
+        "both datagrams leave from the same SNIP port"
+    );
+    assert_eq!(&burst[1][42..45], b"two");
+}
