@@ -8,6 +8,8 @@
 //! * [`settings`] — option sets declared once (defaults, names, help, parse, write back).
 //! * [`grammar`] — the command table; parsing into [`command::Command`], `help`, completion.
 //! * [`conf`] — the configuration model, validation on apply, ns.conf save and replay.
+//! * [`render`] — `show` and `stat` in NetScaler's layouts, and as JSON.
+//! * [`proto`] — the line protocol between `fulcrumctl` and `fulcrumd`.
 #![forbid(unsafe_code)]
 
 pub mod command;
@@ -15,6 +17,8 @@ pub mod conf;
 pub mod error;
 pub mod grammar;
 pub mod lex;
+pub mod proto;
+pub mod render;
 pub mod settings;
 pub mod value;
 

@@ -1,0 +1,407 @@
+//! `show` and `stat` output in NetScaler's layouts (and the same data as JSON), rendered from
+//! the configuration plus what the running engine reports ([`Runtime`]).
+
+use serde_json::{Value, json};
+
+use crate::conf::model::*;
+use crate::conf::{Config, render as render_conf};
+use crate::grammar::Object;
+use crate::settings::Settings;
+use crate::value::{ArgValue, Port};
+
+/// What the running engine knows about one service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceStats {
+    pub up: bool,
+    pub hits: u64,
+    pub active: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub window_packets: u64,
+    pub window_bytes: u64,
+    pub response_time_us: Option<u64>,
+    pub load: Option<u64>,
+}
+
+/// What the running engine knows about one vserver.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VserverStats {
+    /// Why round robin decides instead of the configured method, when it does.
+    pub round_robin_reason: Option<String>,
+}
+
+/// The engine's live state, as `show`/`stat` read it.
+pub trait Runtime {
+    fn service(&self, name: &str) -> ServiceStats;
+    fn vserver(&self, name: &str) -> VserverStats;
+    /// Frames dropped, by reason, summed over the workers.
+    fn drops(&self) -> Vec<(String, u64)>;
+}
+
+/// The rendered output (without the final ` Done`), or a NetScaler error message.
+pub type Output = Result<String, crate::error::CliError>;
+
+fn no_such(arg: &str, name: &str) -> crate::error::CliError {
+    crate::error::CliError::arg_value(crate::error::ErrorKind::NoSuchResource, arg, name)
+}
+
+fn endpoint(config: &Config, s: &Service) -> String {
+    let ip = config.service_addr(s).map_or_else(|| "?".into(), |a| a.to_string());
+    format!("{ip}:{}", s.port)
+}
+
+fn service_state(config: &Config, s: &Service, rt: &dyn Runtime) -> &'static str {
+    if !s.settings.state.is_enabled() {
+        "OUT OF SERVICE"
+    } else if rt.service(s.name.as_str()).up || !s.settings.health_monitor.is_yes() || config.effective_monitors(s).is_empty() {
+        "UP"
+    } else {
+        "DOWN"
+    }
+}
+
+fn vserver_state(config: &Config, v: &Vserver, rt: &dyn Runtime) -> &'static str {
+    if !v.settings.state.is_enabled() {
+        return "OUT OF SERVICE";
+    }
+    let any_up = v.bindings.iter().filter_map(|b| config.services.get(b.service.as_str())).any(|s| service_state(config, s, rt) == "UP");
+    if any_up { "UP" } else { "DOWN" }
+}
+
+fn vip(v: &Vserver) -> (String, String) {
+    match v.vip {
+        Some((ip, port)) => (ip.to_string(), port.to_string()),
+        None => ("0.0.0.0".into(), "0".into()),
+    }
+}
+
+fn timeout(t: Option<Seconds>, default: u64) -> u64 {
+    t.map_or(default, |t| t.get())
+}
+
+fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String) {
+    let (ip, port) = vip(v);
+    let state = vserver_state(config, v, rt);
+    let active = v
+        .bindings
+        .iter()
+        .filter_map(|b| config.services.get(b.service.as_str()))
+        .filter(|s| service_state(config, s, rt) == "UP")
+        .count();
+    out.push_str(&format!("\t{} ({ip}:{port}) - {}\tType: ADDRESS\n", v.name, v.service_type));
+    out.push_str(&format!("\tState: {state}\n\tEffective State: {state}\n"));
+    out.push_str(&format!("\tClient Idle Timeout: {} sec\n", timeout(v.settings.clt_timeout, v.service_type.default_timeouts().0)));
+    out.push_str(&format!("\tDown state flush: {}\n", v.settings.down_state_flush));
+    out.push_str(&format!("\tNo. of Bound Services :  {} (Total) \t {active} (Active)\n", v.bindings.len()));
+    out.push_str(&format!("\tConfigured Method: {}\n", v.settings.lb_method));
+    if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
+        out.push_str(&format!("\tCurrent Method: Round Robin, Reason: {reason}\n"));
+    }
+    out.push_str(&format!("\tMode: IP\n\tPersistence: {}\n", v.settings.persistence_type));
+    if !v.bindings.is_empty() {
+        out.push('\n');
+    }
+    for (i, b) in v.bindings.iter().enumerate() {
+        if let Some(s) = config.services.get(b.service.as_str()) {
+            out.push_str(&format!(
+                "{}) {} ({}) - {} State: {}\tWeight: {}\n",
+                i + 1,
+                s.name,
+                endpoint(config, s).replace(':', ": "),
+                s.service_type,
+                service_state(config, s, rt),
+                b.settings.weight.get()
+            ));
+        }
+    }
+}
+
+fn show_service(config: &Config, s: &Service, rt: &dyn Runtime, out: &mut String) {
+    let (clt, svr) = s.service_type.default_timeouts();
+    out.push_str(&format!("\t{} ({}) - {}\n", s.name, endpoint(config, s), s.service_type));
+    out.push_str(&format!("\tState: {}\n", service_state(config, s, rt)));
+    out.push_str(&format!("\tServer Name: {}\n", s.server));
+    out.push_str(&format!("\tServer ID : None \tMonitor Threshold : {}\n", s.settings.mon_threshold.get()));
+    out.push_str(&format!("\tMax Conn: {}\tMax Req: {}\n", s.settings.max_client.get(), s.settings.max_req.get()));
+    out.push_str("\tUse Source IP: NO\n");
+    out.push_str(&format!(
+        "\tIdle timeout: Client: {} sec\tServer: {} sec\n",
+        timeout(s.settings.clt_timeout, clt),
+        timeout(s.settings.svr_timeout, svr)
+    ));
+    out.push_str(&format!("\tDown state flush: {}\n", s.settings.down_state_flush));
+    out.push_str(&format!("\tHealth monitoring: {}\n", s.settings.health_monitor));
+    let stats = rt.service(s.name.as_str());
+    for (i, (m, b)) in config.effective_monitors(s).iter().enumerate() {
+        out.push_str(&format!("\n{})\tMonitor Name: {}\n", i + 1, m.name));
+        out.push_str(&format!(
+            "\t\tState: {}\tWeight: {}\tPassive: {}\n",
+            if b.mon_state.is_enabled() { if stats.up { "UP" } else { "DOWN" } } else { "DISABLED" },
+            b.weight.get(),
+            u8::from(b.passive)
+        ));
+        if let Some(rt) = stats.response_time_us {
+            out.push_str(&format!("\t\tResponse Time: {:.1} millisec\n", rt as f64 / 1000.0));
+        }
+    }
+}
+
+fn show_monitor(m: &Monitor, out: &mut String) {
+    let st = &m.settings;
+    let t = |v: &dyn Fn(&mut String)| {
+        let mut s = String::new();
+        v(&mut s);
+        s
+    };
+    out.push_str(&format!("\tName.......: {}  Type......: {}  State....: {}\n", m.name, m.monitor_type, st.state));
+    out.push_str("Standard parameters:\n");
+    out.push_str(&format!("  Interval.........: {:>12}    Retries...........: {:>8}\n", t(&|s| st.interval.render(s)), st.retries.get()));
+    out.push_str(&format!("  Response timeout.: {:>12}    Down time.........: {:>8}\n", t(&|s| st.resp_timeout.render(s)), t(&|s| st.down_time.render(s))));
+    out.push_str(&format!("  Reverse..........: {:>12}    Secure............: {:>8}\n", st.reverse.keyword(), st.secure.keyword()));
+    out.push_str(&format!("  LRTM.............: {:>12}    Success Retries...: {:>8}\n", st.lrtm.keyword(), st.success_retries.get()));
+    out.push_str(&format!("  Failure Retries..: {:>12}\n", st.failure_retries.get()));
+    out.push_str(&format!(
+        "  Destination IP...: {:>12}\n  Destination port.: {:>12}\n",
+        st.dest_ip.map_or("Bound service".into(), |i| i.to_string()),
+        st.dest_port.map_or("Bound service".into(), |p| p.get().to_string())
+    ));
+    let mut special = String::new();
+    for key in m.settings.explicit() {
+        let name = MonitorSettings::key_name(key);
+        if matches!(name, "interval" | "resptimeout" | "retries" | "downTime" | "reverse" | "secure" | "LRTM" | "successRetries" | "failureRetries" | "destIP" | "destPort" | "state") {
+            continue;
+        }
+        let mut line = String::new();
+        render_one(&m.settings, key, &mut line);
+        special.push_str(&format!("  {name}: {line}\n"));
+    }
+    for b in &m.metrics {
+        special.push_str(&format!("  Metric: {}  Threshold: {}  Weight: {}\n", b.metric, b.threshold, b.weight));
+    }
+    if !special.is_empty() {
+        out.push_str("Special parameters:\n");
+        out.push_str(&special);
+    }
+}
+
+/// The value of one monitor option as it would be typed.
+fn render_one(settings: &MonitorSettings, key: MonitorKey, out: &mut String) {
+    let mut line = String::new();
+    settings.render_non_default(&mut line);
+    let flag = format!(" -{} ", MonitorSettings::key_name(key));
+    if let Some(start) = line.find(&flag) {
+        let rest = &line[start + flag.len()..];
+        let end = MonitorSettings::OPTIONS.iter().filter_map(|o| rest.find(&format!(" -{} ", o.name))).min().unwrap_or(rest.len());
+        out.push_str(rest[..end].trim());
+    }
+}
+
+fn json_service(config: &Config, s: &Service, rt: &dyn Runtime) -> Value {
+    let st = rt.service(s.name.as_str());
+    json!({
+        "name": s.name.as_str(),
+        "ipaddress": config.service_addr(s).map(|a| a.to_string()),
+        "port": match s.port { Port::Any => Value::from("*"), Port::Number(p) => Value::from(p) },
+        "servicetype": s.service_type.keyword(),
+        "state": service_state(config, s, rt),
+        "hits": st.hits,
+        "activetransactions": st.active,
+        "packets": st.packets,
+        "bytes": st.bytes,
+        "packets14s": st.window_packets,
+        "bytes14s": st.window_bytes,
+        "responsetime_us": st.response_time_us,
+        "load": st.load,
+    })
+}
+
+fn json_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime) -> Value {
+    let (ip, port) = vip(v);
+    json!({
+        "name": v.name.as_str(),
+        "ipv46": ip,
+        "port": port,
+        "servicetype": v.service_type.keyword(),
+        "state": vserver_state(config, v, rt),
+        "lbmethod": v.settings.lb_method.keyword(),
+        "currentmethod_reason": rt.vserver(v.name.as_str()).round_robin_reason,
+        "services": v.bindings.iter().map(|b| json!({"servicename": b.service.as_str(), "weight": b.settings.weight.get()})).collect::<Vec<_>>(),
+        "hits": v.bindings.iter().map(|b| rt.service(b.service.as_str()).hits).sum::<u64>(),
+    })
+}
+
+fn pick<'a, T>(items: impl Iterator<Item = &'a T>, name: Option<&str>, key: impl Fn(&T) -> &str, arg: &str) -> Result<Vec<&'a T>, crate::error::CliError>
+where
+    T: 'a,
+{
+    let all: Vec<&T> = items.filter(|x| name.is_none_or(|n| key(x) == n)).collect();
+    match name {
+        Some(n) if all.is_empty() => Err(no_such(arg, n)),
+        _ => Ok(all),
+    }
+}
+
+/// `show <object> [name] [-format json]`.
+pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt: &dyn Runtime) -> Output {
+    let mut out = String::new();
+    match object {
+        Object::LbVserver => {
+            let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
+            if json {
+                return Ok(Value::from(list.iter().map(|v| json_vserver(config, v, rt)).collect::<Vec<_>>()).to_string());
+            }
+            for (i, v) in list.iter().enumerate() {
+                if name.is_none() {
+                    out.push_str(&format!("{})", i + 1));
+                }
+                show_vserver(config, v, rt, &mut out);
+            }
+        }
+        Object::Service => {
+            let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
+            if json {
+                return Ok(Value::from(list.iter().map(|s| json_service(config, s, rt)).collect::<Vec<_>>()).to_string());
+            }
+            if name.is_some() {
+                for s in &list {
+                    show_service(config, s, rt, &mut out);
+                }
+            } else {
+                for (i, s) in list.iter().enumerate() {
+                    out.push_str(&format!("{})\t{} ({}) - {}\tState: {}\n", i + 1, s.name, endpoint(config, s), s.service_type, service_state(config, s, rt)));
+                }
+            }
+        }
+        Object::LbMonitor => {
+            let list = pick(config.monitors.values(), name, |m| m.name.as_str(), "monitorName")?;
+            if json {
+                let v: Vec<Value> = list.iter().map(|m| json!({"monitorname": m.name.as_str(), "type": m.monitor_type.keyword(), "state": m.settings.state.keyword(), "lrtm": m.settings.lrtm.keyword(), "builtin": m.builtin})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, m) in list.iter().enumerate() {
+                out.push_str(&format!("{})", i + 1));
+                show_monitor(m, &mut out);
+            }
+        }
+        Object::LbMetricTable => {
+            let list = pick(config.metric_tables.values(), name, |t| t.name.as_str(), "metricTable")?;
+            if json {
+                let v: Vec<Value> = list.iter().map(|t| json!({"metrictable": t.name.as_str(), "metrics": t.metrics.iter().map(|(m, o)| json!({"metric": m.as_str(), "snmpoid": o.to_string()})).collect::<Vec<_>>()})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, t) in list.iter().enumerate() {
+                out.push_str(&format!("{})\tName: {}\n", i + 1, t.name));
+                for (m, oid) in &t.metrics {
+                    out.push_str(&format!("\t\tMetric: {m}\tSNMP OID: {oid}\tType: CONFIGURED\n"));
+                }
+            }
+        }
+        Object::NsIp => {
+            if json {
+                let v: Vec<Value> = config.ns_ips.values().map(|i| json!({"ipaddress": i.addr.to_string(), "netmask": i.netmask.addr().to_string(), "type": i.settings.kind.keyword()})).collect::<Vec<_>>();
+                return Ok(Value::from(v).to_string());
+            }
+            out.push_str("\tIpaddress        Traffic Domain  Type             Mode     Arp      Icmp     Vserver  State\n");
+            out.push_str("\t---------        --------------  ----             ----     ---      ----     -------  ------\n");
+            let mut i = 0;
+            for ip in config.ns_ips.values() {
+                i += 1;
+                out.push_str(&format!("{i})\t{:<16} 0               {:<16} Active   ENABLED  ENABLED  NA       ENABLED\n", ip.addr, ip.settings.kind.keyword()));
+            }
+            for v in config.vservers.values() {
+                if let Some((addr, _)) = v.vip {
+                    if !config.ns_ips.keys().any(|k| std::net::IpAddr::V4(*k) == addr) {
+                        i += 1;
+                        out.push_str(&format!("{i})\t{addr:<16} 0               VIP              Active   ENABLED  ENABLED  ENABLED  ENABLED\n"));
+                    }
+                }
+            }
+        }
+        Object::Server => {
+            let list = pick(config.servers.values(), name, |s| s.name.as_str(), "name")?;
+            for (i, s) in list.iter().enumerate() {
+                out.push_str(&format!("{})\t{} ({})\tState: {}\n", i + 1, s.name, s.addr, s.settings.state));
+            }
+        }
+        Object::Route => {
+            for (i, r) in config.routes.iter().enumerate() {
+                out.push_str(&format!("{})\t{}\t{}\t{}\tSTATIC\n", i + 1, r.network, r.netmask.addr(), r.gateway));
+            }
+        }
+        Object::LbParameter => {
+            let p = &config.lb_parameter;
+            out.push_str(&format!("\tStartup RR factor: {}\n\tConsolidated Least Conn: {}\n\tUse port for hash LB: {}\n", p.startup_rr_factor.get(), p.consolidated_lconn, p.use_port_for_hash_lb));
+        }
+        Object::NsRunningConfig => {
+            let text = render_conf(config, "running");
+            out.push_str(&text.lines().skip(2).map(|l| format!("{l}\n")).collect::<String>());
+        }
+        Object::NsConfig => {}
+    }
+    Ok(out)
+}
+
+/// `stat lb vserver [name]` and `stat service [name]`.
+pub fn stat(config: &Config, object: Object, name: Option<&str>, json: bool, rt: &dyn Runtime) -> Output {
+    let mut out = String::new();
+    match object {
+        Object::LbVserver => {
+            let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
+            if json {
+                return Ok(Value::from(list.iter().map(|v| json_vserver(config, v, rt)).collect::<Vec<_>>()).to_string());
+            }
+            if name.is_none() {
+                out.push_str("Virtual Server(s) Summary\n");
+                out.push_str(&format!("{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n", "", "vsvrIP", "port", "Protocol", "State", "Hits", "ActvTrans"));
+            }
+            for v in &list {
+                let (ip, port) = vip(v);
+                let stats: Vec<ServiceStats> = v.bindings.iter().map(|b| rt.service(b.service.as_str())).collect();
+                let hits: u64 = stats.iter().map(|s| s.hits).sum();
+                let active: u64 = stats.iter().map(|s| s.active).sum();
+                if name.is_none() {
+                    out.push_str(&format!("{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n", v.name, ip, port, v.service_type, vserver_state(config, v, rt), hits, active));
+                } else {
+                    out.push_str(&format!("Virtual Server Summary\n\t{} ({ip}:{port}) - {}\tState: {}\n", v.name, v.service_type, vserver_state(config, v, rt)));
+                    out.push_str(&format!("\tVserver hits{:.>30} {hits}\n\tActive transactions{:.>23} {active}\n", "", ""));
+                    out.push_str(&format!("\tPackets (total){:.>27} {}\n\tBytes (total){:.>29} {}\n", "", stats.iter().map(|s| s.packets).sum::<u64>(), "", stats.iter().map(|s| s.bytes).sum::<u64>()));
+                    if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
+                        out.push_str(&format!("\tCurrent Method: Round Robin, Reason: {reason}\n"));
+                    }
+                }
+            }
+            let drops = rt.drops();
+            if name.is_none() && !drops.is_empty() {
+                out.push_str("\nDropped frames\n");
+                for (reason, n) in drops {
+                    out.push_str(&format!("\t{reason:<28} {n}\n"));
+                }
+            }
+        }
+        Object::Service => {
+            let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
+            if json {
+                return Ok(Value::from(list.iter().map(|s| json_service(config, s, rt)).collect::<Vec<_>>()).to_string());
+            }
+            for s in &list {
+                let st = rt.service(s.name.as_str());
+                out.push_str(&format!("Service: {} ({}) - {}\tState: {}\n", s.name, endpoint(config, s), s.service_type, service_state(config, s, rt)));
+                let rows: [(&str, String); 8] = [
+                    ("Hits", st.hits.to_string()),
+                    ("Active transactions", st.active.to_string()),
+                    ("Packets (total)", st.packets.to_string()),
+                    ("Packets (last 14 s)", st.window_packets.to_string()),
+                    ("Bytes (total)", st.bytes.to_string()),
+                    ("Bytes (last 14 s)", st.window_bytes.to_string()),
+                    ("Response time (ms)", st.response_time_us.map_or("-".into(), |r| format!("{:.3}", r as f64 / 1000.0))),
+                    ("Load", st.load.map_or("-".into(), |l| l.to_string())),
+                ];
+                for (label, value) in rows {
+                    out.push_str(&format!("\t{label:.<32} {value}\n"));
+                }
+            }
+        }
+        _ => return Err(crate::error::CliError::new(crate::error::ErrorKind::NotSupported).with_detail("No statistics for this object")),
+    }
+    Ok(out)
+}
