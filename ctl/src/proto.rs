@@ -19,14 +19,21 @@ pub fn is_final(line: &str) -> bool {
 }
 
 /// Sends one command and collects its reply; the last element is the final line.
-pub fn request(reader: &mut impl BufRead, writer: &mut impl Write, command: &str) -> io::Result<Vec<String>> {
+pub fn request(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    command: &str,
+) -> io::Result<Vec<String>> {
     writeln!(writer, "{}", command.replace(['\n', '\r'], " "))?;
     writer.flush()?;
     let mut lines = Vec::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "fulcrumd closed the connection"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "fulcrumd closed the connection",
+            ));
         }
         let line = line.trim_end_matches(['\n', '\r']).to_owned();
         let done = is_final(&line);

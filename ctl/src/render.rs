@@ -46,14 +46,19 @@ fn no_such(arg: &str, name: &str) -> crate::error::CliError {
 }
 
 fn endpoint(config: &Config, s: &Service) -> String {
-    let ip = config.service_addr(s).map_or_else(|| "?".into(), |a| a.to_string());
+    let ip = config
+        .service_addr(s)
+        .map_or_else(|| "?".into(), |a| a.to_string());
     format!("{ip}:{}", s.port)
 }
 
 fn service_state(config: &Config, s: &Service, rt: &dyn Runtime) -> &'static str {
     if !s.settings.state.is_enabled() {
         "OUT OF SERVICE"
-    } else if rt.service(s.name.as_str()).up || !s.settings.health_monitor.is_yes() || config.effective_monitors(s).is_empty() {
+    } else if rt.service(s.name.as_str()).up
+        || !s.settings.health_monitor.is_yes()
+        || config.effective_monitors(s).is_empty()
+    {
         "UP"
     } else {
         "DOWN"
@@ -64,7 +69,11 @@ fn vserver_state(config: &Config, v: &Vserver, rt: &dyn Runtime) -> &'static str
     if !v.settings.state.is_enabled() {
         return "OUT OF SERVICE";
     }
-    let any_up = v.bindings.iter().filter_map(|b| config.services.get(b.service.as_str())).any(|s| service_state(config, s, rt) == "UP");
+    let any_up = v
+        .bindings
+        .iter()
+        .filter_map(|b| config.services.get(b.service.as_str()))
+        .any(|s| service_state(config, s, rt) == "UP");
     if any_up { "UP" } else { "DOWN" }
 }
 
@@ -88,16 +97,33 @@ fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String
         .filter_map(|b| config.services.get(b.service.as_str()))
         .filter(|s| service_state(config, s, rt) == "UP")
         .count();
-    out.push_str(&format!("\t{} ({ip}:{port}) - {}\tType: ADDRESS\n", v.name, v.service_type));
+    out.push_str(&format!(
+        "\t{} ({ip}:{port}) - {}\tType: ADDRESS\n",
+        v.name, v.service_type
+    ));
     out.push_str(&format!("\tState: {state}\n\tEffective State: {state}\n"));
-    out.push_str(&format!("\tClient Idle Timeout: {} sec\n", timeout(v.settings.clt_timeout, v.service_type.default_timeouts().0)));
-    out.push_str(&format!("\tDown state flush: {}\n", v.settings.down_state_flush));
-    out.push_str(&format!("\tNo. of Bound Services :  {} (Total) \t {active} (Active)\n", v.bindings.len()));
+    out.push_str(&format!(
+        "\tClient Idle Timeout: {} sec\n",
+        timeout(v.settings.clt_timeout, v.service_type.default_timeouts().0)
+    ));
+    out.push_str(&format!(
+        "\tDown state flush: {}\n",
+        v.settings.down_state_flush
+    ));
+    out.push_str(&format!(
+        "\tNo. of Bound Services :  {} (Total) \t {active} (Active)\n",
+        v.bindings.len()
+    ));
     out.push_str(&format!("\tConfigured Method: {}\n", v.settings.lb_method));
     if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
-        out.push_str(&format!("\tCurrent Method: Round Robin, Reason: {reason}\n"));
+        out.push_str(&format!(
+            "\tCurrent Method: Round Robin, Reason: {reason}\n"
+        ));
     }
-    out.push_str(&format!("\tMode: IP\n\tPersistence: {}\n", v.settings.persistence_type));
+    out.push_str(&format!(
+        "\tMode: IP\n\tPersistence: {}\n",
+        v.settings.persistence_type
+    ));
     if !v.bindings.is_empty() {
         out.push('\n');
     }
@@ -118,30 +144,55 @@ fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String
 
 fn show_service(config: &Config, s: &Service, rt: &dyn Runtime, out: &mut String) {
     let (clt, svr) = s.service_type.default_timeouts();
-    out.push_str(&format!("\t{} ({}) - {}\n", s.name, endpoint(config, s), s.service_type));
+    out.push_str(&format!(
+        "\t{} ({}) - {}\n",
+        s.name,
+        endpoint(config, s),
+        s.service_type
+    ));
     out.push_str(&format!("\tState: {}\n", service_state(config, s, rt)));
     out.push_str(&format!("\tServer Name: {}\n", s.server));
-    out.push_str(&format!("\tServer ID : None \tMonitor Threshold : {}\n", s.settings.mon_threshold.get()));
-    out.push_str(&format!("\tMax Conn: {}\tMax Req: {}\n", s.settings.max_client.get(), s.settings.max_req.get()));
+    out.push_str(&format!(
+        "\tServer ID : None \tMonitor Threshold : {}\n",
+        s.settings.mon_threshold.get()
+    ));
+    out.push_str(&format!(
+        "\tMax Conn: {}\tMax Req: {}\n",
+        s.settings.max_client.get(),
+        s.settings.max_req.get()
+    ));
     out.push_str("\tUse Source IP: NO\n");
     out.push_str(&format!(
         "\tIdle timeout: Client: {} sec\tServer: {} sec\n",
         timeout(s.settings.clt_timeout, clt),
         timeout(s.settings.svr_timeout, svr)
     ));
-    out.push_str(&format!("\tDown state flush: {}\n", s.settings.down_state_flush));
-    out.push_str(&format!("\tHealth monitoring: {}\n", s.settings.health_monitor));
+    out.push_str(&format!(
+        "\tDown state flush: {}\n",
+        s.settings.down_state_flush
+    ));
+    out.push_str(&format!(
+        "\tHealth monitoring: {}\n",
+        s.settings.health_monitor
+    ));
     let stats = rt.service(s.name.as_str());
     for (i, (m, b)) in config.effective_monitors(s).iter().enumerate() {
         out.push_str(&format!("\n{})\tMonitor Name: {}\n", i + 1, m.name));
         out.push_str(&format!(
             "\t\tState: {}\tWeight: {}\tPassive: {}\n",
-            if b.mon_state.is_enabled() { if stats.up { "UP" } else { "DOWN" } } else { "DISABLED" },
+            if b.mon_state.is_enabled() {
+                if stats.up { "UP" } else { "DOWN" }
+            } else {
+                "DISABLED"
+            },
             b.weight.get(),
             u8::from(b.passive)
         ));
         if let Some(rt) = stats.response_time_us {
-            out.push_str(&format!("\t\tResponse Time: {:.1} millisec\n", rt as f64 / 1000.0));
+            out.push_str(&format!(
+                "\t\tResponse Time: {:.1} millisec\n",
+                rt as f64 / 1000.0
+            ));
         }
     }
 }
@@ -153,22 +204,59 @@ fn show_monitor(m: &Monitor, out: &mut String) {
         v(&mut s);
         s
     };
-    out.push_str(&format!("\tName.......: {}  Type......: {}  State....: {}\n", m.name, m.monitor_type, st.state));
+    out.push_str(&format!(
+        "\tName.......: {}  Type......: {}  State....: {}\n",
+        m.name, m.monitor_type, st.state
+    ));
     out.push_str("Standard parameters:\n");
-    out.push_str(&format!("  Interval.........: {:>12}    Retries...........: {:>8}\n", t(&|s| st.interval.render(s)), st.retries.get()));
-    out.push_str(&format!("  Response timeout.: {:>12}    Down time.........: {:>8}\n", t(&|s| st.resp_timeout.render(s)), t(&|s| st.down_time.render(s))));
-    out.push_str(&format!("  Reverse..........: {:>12}    Secure............: {:>8}\n", st.reverse.keyword(), st.secure.keyword()));
-    out.push_str(&format!("  LRTM.............: {:>12}    Success Retries...: {:>8}\n", st.lrtm.keyword(), st.success_retries.get()));
-    out.push_str(&format!("  Failure Retries..: {:>12}\n", st.failure_retries.get()));
+    out.push_str(&format!(
+        "  Interval.........: {:>12}    Retries...........: {:>8}\n",
+        t(&|s| st.interval.render(s)),
+        st.retries.get()
+    ));
+    out.push_str(&format!(
+        "  Response timeout.: {:>12}    Down time.........: {:>8}\n",
+        t(&|s| st.resp_timeout.render(s)),
+        t(&|s| st.down_time.render(s))
+    ));
+    out.push_str(&format!(
+        "  Reverse..........: {:>12}    Secure............: {:>8}\n",
+        st.reverse.keyword(),
+        st.secure.keyword()
+    ));
+    out.push_str(&format!(
+        "  LRTM.............: {:>12}    Success Retries...: {:>8}\n",
+        st.lrtm.keyword(),
+        st.success_retries.get()
+    ));
+    out.push_str(&format!(
+        "  Failure Retries..: {:>12}\n",
+        st.failure_retries.get()
+    ));
     out.push_str(&format!(
         "  Destination IP...: {:>12}\n  Destination port.: {:>12}\n",
         st.dest_ip.map_or("Bound service".into(), |i| i.to_string()),
-        st.dest_port.map_or("Bound service".into(), |p| p.get().to_string())
+        st.dest_port
+            .map_or("Bound service".into(), |p| p.get().to_string())
     ));
     let mut special = String::new();
     for key in m.settings.explicit() {
         let name = MonitorSettings::key_name(key);
-        if matches!(name, "interval" | "resptimeout" | "retries" | "downTime" | "reverse" | "secure" | "LRTM" | "successRetries" | "failureRetries" | "destIP" | "destPort" | "state") {
+        if matches!(
+            name,
+            "interval"
+                | "resptimeout"
+                | "retries"
+                | "downTime"
+                | "reverse"
+                | "secure"
+                | "LRTM"
+                | "successRetries"
+                | "failureRetries"
+                | "destIP"
+                | "destPort"
+                | "state"
+        ) {
             continue;
         }
         let mut line = String::new();
@@ -176,7 +264,10 @@ fn show_monitor(m: &Monitor, out: &mut String) {
         special.push_str(&format!("  {name}: {line}\n"));
     }
     for b in &m.metrics {
-        special.push_str(&format!("  Metric: {}  Threshold: {}  Weight: {}\n", b.metric, b.threshold, b.weight));
+        special.push_str(&format!(
+            "  Metric: {}  Threshold: {}  Weight: {}\n",
+            b.metric, b.threshold, b.weight
+        ));
     }
     if !special.is_empty() {
         out.push_str("Special parameters:\n");
@@ -191,7 +282,11 @@ fn render_one(settings: &MonitorSettings, key: MonitorKey, out: &mut String) {
     let flag = format!(" -{} ", MonitorSettings::key_name(key));
     if let Some(start) = line.find(&flag) {
         let rest = &line[start + flag.len()..];
-        let end = MonitorSettings::OPTIONS.iter().filter_map(|o| rest.find(&format!(" -{} ", o.name))).min().unwrap_or(rest.len());
+        let end = MonitorSettings::OPTIONS
+            .iter()
+            .filter_map(|o| rest.find(&format!(" -{} ", o.name)))
+            .min()
+            .unwrap_or(rest.len());
         out.push_str(rest[..end].trim());
     }
 }
@@ -230,7 +325,12 @@ fn json_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime) -> Value {
     })
 }
 
-fn pick<'a, T>(items: impl Iterator<Item = &'a T>, name: Option<&str>, key: impl Fn(&T) -> &str, arg: &str) -> Result<Vec<&'a T>, crate::error::CliError>
+fn pick<'a, T>(
+    items: impl Iterator<Item = &'a T>,
+    name: Option<&str>,
+    key: impl Fn(&T) -> &str,
+    arg: &str,
+) -> Result<Vec<&'a T>, crate::error::CliError>
 where
     T: 'a,
 {
@@ -242,13 +342,24 @@ where
 }
 
 /// `show <object> [name] [-format json]`.
-pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt: &dyn Runtime) -> Output {
+pub fn show(
+    config: &Config,
+    object: Object,
+    name: Option<&str>,
+    json: bool,
+    rt: &dyn Runtime,
+) -> Output {
     let mut out = String::new();
     match object {
         Object::LbVserver => {
             let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(list.iter().map(|v| json_vserver(config, v, rt)).collect::<Vec<_>>()).to_string());
+                return Ok(Value::from(
+                    list.iter()
+                        .map(|v| json_vserver(config, v, rt))
+                        .collect::<Vec<_>>(),
+                )
+                .to_string());
             }
             for (i, v) in list.iter().enumerate() {
                 if name.is_none() {
@@ -260,7 +371,12 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
         Object::Service => {
             let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(list.iter().map(|s| json_service(config, s, rt)).collect::<Vec<_>>()).to_string());
+                return Ok(Value::from(
+                    list.iter()
+                        .map(|s| json_service(config, s, rt))
+                        .collect::<Vec<_>>(),
+                )
+                .to_string());
             }
             if name.is_some() {
                 for s in &list {
@@ -268,12 +384,24 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
                 }
             } else {
                 for (i, s) in list.iter().enumerate() {
-                    out.push_str(&format!("{})\t{} ({}) - {}\tState: {}\n", i + 1, s.name, endpoint(config, s), s.service_type, service_state(config, s, rt)));
+                    out.push_str(&format!(
+                        "{})\t{} ({}) - {}\tState: {}\n",
+                        i + 1,
+                        s.name,
+                        endpoint(config, s),
+                        s.service_type,
+                        service_state(config, s, rt)
+                    ));
                 }
             }
         }
         Object::LbMonitor => {
-            let list = pick(config.monitors.values(), name, |m| m.name.as_str(), "monitorName")?;
+            let list = pick(
+                config.monitors.values(),
+                name,
+                |m| m.name.as_str(),
+                "monitorName",
+            )?;
             if json {
                 let v: Vec<Value> = list.iter().map(|m| json!({"monitorname": m.name.as_str(), "type": m.monitor_type.keyword(), "state": m.settings.state.keyword(), "lrtm": m.settings.lrtm.keyword(), "builtin": m.builtin})).collect();
                 return Ok(Value::from(v).to_string());
@@ -284,7 +412,12 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
             }
         }
         Object::LbMetricTable => {
-            let list = pick(config.metric_tables.values(), name, |t| t.name.as_str(), "metricTable")?;
+            let list = pick(
+                config.metric_tables.values(),
+                name,
+                |t| t.name.as_str(),
+                "metricTable",
+            )?;
             if json {
                 let v: Vec<Value> = list.iter().map(|t| json!({"metrictable": t.name.as_str(), "metrics": t.metrics.iter().map(|(m, o)| json!({"metric": m.as_str(), "snmpoid": o.to_string()})).collect::<Vec<_>>()})).collect();
                 return Ok(Value::from(v).to_string());
@@ -292,7 +425,9 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
             for (i, t) in list.iter().enumerate() {
                 out.push_str(&format!("{})\tName: {}\n", i + 1, t.name));
                 for (m, oid) in &t.metrics {
-                    out.push_str(&format!("\t\tMetric: {m}\tSNMP OID: {oid}\tType: CONFIGURED\n"));
+                    out.push_str(&format!(
+                        "\t\tMetric: {m}\tSNMP OID: {oid}\tType: CONFIGURED\n"
+                    ));
                 }
             }
         }
@@ -309,23 +444,38 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
                 out.push_str(&format!("{i})\t{:<16} 0               {:<16} Active   ENABLED  ENABLED  NA       ENABLED\n", ip.addr, ip.settings.kind.keyword()));
             }
             for v in config.vservers.values() {
-                if let Some((addr, _)) = v.vip {
-                    if !config.ns_ips.keys().any(|k| std::net::IpAddr::V4(*k) == addr) {
-                        i += 1;
-                        out.push_str(&format!("{i})\t{addr:<16} 0               VIP              Active   ENABLED  ENABLED  ENABLED  ENABLED\n"));
-                    }
+                if let Some((addr, _)) = v.vip
+                    && !config
+                        .ns_ips
+                        .keys()
+                        .any(|k| std::net::IpAddr::V4(*k) == addr)
+                {
+                    i += 1;
+                    out.push_str(&format!("{i})\t{addr:<16} 0               VIP              Active   ENABLED  ENABLED  ENABLED  ENABLED\n"));
                 }
             }
         }
         Object::Server => {
             let list = pick(config.servers.values(), name, |s| s.name.as_str(), "name")?;
             for (i, s) in list.iter().enumerate() {
-                out.push_str(&format!("{})\t{} ({})\tState: {}\n", i + 1, s.name, s.addr, s.settings.state));
+                out.push_str(&format!(
+                    "{})\t{} ({})\tState: {}\n",
+                    i + 1,
+                    s.name,
+                    s.addr,
+                    s.settings.state
+                ));
             }
         }
         Object::Route => {
             for (i, r) in config.routes.iter().enumerate() {
-                out.push_str(&format!("{})\t{}\t{}\t{}\tSTATIC\n", i + 1, r.network, r.netmask.addr(), r.gateway));
+                out.push_str(&format!(
+                    "{})\t{}\t{}\t{}\tSTATIC\n",
+                    i + 1,
+                    r.network,
+                    r.netmask.addr(),
+                    r.gateway
+                ));
             }
         }
         Object::LbParameter => {
@@ -334,7 +484,13 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
         }
         Object::NsRunningConfig => {
             let text = render_conf(config, "running");
-            out.push_str(&text.lines().skip(2).map(|l| format!("{l}\n")).collect::<String>());
+            out.push_str(
+                &text
+                    .lines()
+                    .skip(2)
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>(),
+            );
         }
         Object::NsConfig => {}
     }
@@ -342,31 +498,74 @@ pub fn show(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
 }
 
 /// `stat lb vserver [name]` and `stat service [name]`.
-pub fn stat(config: &Config, object: Object, name: Option<&str>, json: bool, rt: &dyn Runtime) -> Output {
+pub fn stat(
+    config: &Config,
+    object: Object,
+    name: Option<&str>,
+    json: bool,
+    rt: &dyn Runtime,
+) -> Output {
     let mut out = String::new();
     match object {
         Object::LbVserver => {
             let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(list.iter().map(|v| json_vserver(config, v, rt)).collect::<Vec<_>>()).to_string());
+                return Ok(Value::from(
+                    list.iter()
+                        .map(|v| json_vserver(config, v, rt))
+                        .collect::<Vec<_>>(),
+                )
+                .to_string());
             }
             if name.is_none() {
                 out.push_str("Virtual Server(s) Summary\n");
-                out.push_str(&format!("{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n", "", "vsvrIP", "port", "Protocol", "State", "Hits", "ActvTrans"));
+                out.push_str(&format!(
+                    "{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n",
+                    "", "vsvrIP", "port", "Protocol", "State", "Hits", "ActvTrans"
+                ));
             }
             for v in &list {
                 let (ip, port) = vip(v);
-                let stats: Vec<ServiceStats> = v.bindings.iter().map(|b| rt.service(b.service.as_str())).collect();
+                let stats: Vec<ServiceStats> = v
+                    .bindings
+                    .iter()
+                    .map(|b| rt.service(b.service.as_str()))
+                    .collect();
                 let hits: u64 = stats.iter().map(|s| s.hits).sum();
                 let active: u64 = stats.iter().map(|s| s.active).sum();
                 if name.is_none() {
-                    out.push_str(&format!("{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n", v.name, ip, port, v.service_type, vserver_state(config, v, rt), hits, active));
+                    out.push_str(&format!(
+                        "{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n",
+                        v.name,
+                        ip,
+                        port,
+                        v.service_type,
+                        vserver_state(config, v, rt),
+                        hits,
+                        active
+                    ));
                 } else {
-                    out.push_str(&format!("Virtual Server Summary\n\t{} ({ip}:{port}) - {}\tState: {}\n", v.name, v.service_type, vserver_state(config, v, rt)));
-                    out.push_str(&format!("\tVserver hits{:.>30} {hits}\n\tActive transactions{:.>23} {active}\n", "", ""));
-                    out.push_str(&format!("\tPackets (total){:.>27} {}\n\tBytes (total){:.>29} {}\n", "", stats.iter().map(|s| s.packets).sum::<u64>(), "", stats.iter().map(|s| s.bytes).sum::<u64>()));
+                    out.push_str(&format!(
+                        "Virtual Server Summary\n\t{} ({ip}:{port}) - {}\tState: {}\n",
+                        v.name,
+                        v.service_type,
+                        vserver_state(config, v, rt)
+                    ));
+                    out.push_str(&format!(
+                        "\tVserver hits{:.>30} {hits}\n\tActive transactions{:.>23} {active}\n",
+                        "", ""
+                    ));
+                    out.push_str(&format!(
+                        "\tPackets (total){:.>27} {}\n\tBytes (total){:.>29} {}\n",
+                        "",
+                        stats.iter().map(|s| s.packets).sum::<u64>(),
+                        "",
+                        stats.iter().map(|s| s.bytes).sum::<u64>()
+                    ));
                     if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
-                        out.push_str(&format!("\tCurrent Method: Round Robin, Reason: {reason}\n"));
+                        out.push_str(&format!(
+                            "\tCurrent Method: Round Robin, Reason: {reason}\n"
+                        ));
                     }
                 }
             }
@@ -381,11 +580,22 @@ pub fn stat(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
         Object::Service => {
             let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(list.iter().map(|s| json_service(config, s, rt)).collect::<Vec<_>>()).to_string());
+                return Ok(Value::from(
+                    list.iter()
+                        .map(|s| json_service(config, s, rt))
+                        .collect::<Vec<_>>(),
+                )
+                .to_string());
             }
             for s in &list {
                 let st = rt.service(s.name.as_str());
-                out.push_str(&format!("Service: {} ({}) - {}\tState: {}\n", s.name, endpoint(config, s), s.service_type, service_state(config, s, rt)));
+                out.push_str(&format!(
+                    "Service: {} ({}) - {}\tState: {}\n",
+                    s.name,
+                    endpoint(config, s),
+                    s.service_type,
+                    service_state(config, s, rt)
+                ));
                 let rows: [(&str, String); 8] = [
                     ("Hits", st.hits.to_string()),
                     ("Active transactions", st.active.to_string()),
@@ -393,7 +603,11 @@ pub fn stat(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
                     ("Packets (last 14 s)", st.window_packets.to_string()),
                     ("Bytes (total)", st.bytes.to_string()),
                     ("Bytes (last 14 s)", st.window_bytes.to_string()),
-                    ("Response time (ms)", st.response_time_us.map_or("-".into(), |r| format!("{:.3}", r as f64 / 1000.0))),
+                    (
+                        "Response time (ms)",
+                        st.response_time_us
+                            .map_or("-".into(), |r| format!("{:.3}", r as f64 / 1000.0)),
+                    ),
                     ("Load", st.load.map_or("-".into(), |l| l.to_string())),
                 ];
                 for (label, value) in rows {
@@ -401,7 +615,12 @@ pub fn stat(config: &Config, object: Object, name: Option<&str>, json: bool, rt:
                 }
             }
         }
-        _ => return Err(crate::error::CliError::new(crate::error::ErrorKind::NotSupported).with_detail("No statistics for this object")),
+        _ => {
+            return Err(
+                crate::error::CliError::new(crate::error::ErrorKind::NotSupported)
+                    .with_detail("No statistics for this object"),
+            );
+        }
     }
     Ok(out)
 }

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
+use crate::control::{self, Control, ControlSetup};
 use crate::counters::Counters;
 use crate::health::ServiceHealth;
 use crate::profile::HwProfile;
-use crate::tables::{ServiceIds, Tables};
-use crate::verdict::{DropCounters, Verdict};
+use crate::tables::Tables;
+use crate::verdict::{DropCounters, SharedDrops, Verdict};
 use crate::worker::{BURST, Worker, WorkerSetup, WorkerStats};
 use crate::xsk::{self, XskConfig, XskPort};
 
@@ -100,6 +101,7 @@ pub struct Signals {
 pub fn run(
     profile: &HwProfile,
     config_path: &Path,
+    socket: &Path,
     signals: Signals,
 ) -> Result<RunSummary, DaemonError> {
     let config = ctl::conf::load(config_path).map_err(|e| {
@@ -107,27 +109,31 @@ pub fn run(
             "refusing to start with a configuration that does not load:\n{e}"
         ))
     })?;
-    let config = &config;
     let stop = Arc::clone(&signals.stop);
     let _locks = profile
         .ports
         .iter()
         .map(|p| lock_port(&p.ifname))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut ids = ServiceIds::default();
-    let tables = Arc::new(Tables::build(config, &mut ids, 1));
-    // Workers pick up a new generation between bursts (RCU-style: one atomic swap).
-    let published = Arc::new(ArcSwap::new(Arc::clone(&tables)));
     let services = profile.max_services as usize;
-    if tables.services.len() > services {
-        return Err(DaemonError(format!(
-            "{} services exceed the profile's max_services {services}",
-            tables.services.len()
-        )));
-    }
     let workers = profile.cores.workers.len();
     let (counters, writers) = Counters::new(workers, services);
     let health = Arc::new(ServiceHealth::new(services));
+    let drops = Arc::new(SharedDrops::new(workers));
+    let control = Arc::new(
+        Control::new(ControlSetup {
+            config,
+            config_path: config_path.to_owned(),
+            max_services: services,
+            counters: Arc::clone(&counters),
+            health: Arc::clone(&health),
+            drops: Arc::clone(&drops),
+        })
+        .map_err(DaemonError)?,
+    );
+    // Workers pick up a new generation between bursts (RCU-style: one atomic swap).
+    let published = Arc::clone(&control.published);
+    let tables = published.load_full();
     let macs = profile
         .ports
         .iter()
@@ -181,6 +187,8 @@ pub fn run(
             health: Arc::clone(&health),
             tables: Arc::clone(&tables),
         });
+        let mut worker = worker;
+        worker.share_drops(Arc::clone(&drops));
         let core = profile.cores.workers[w];
         let stop = Arc::clone(&stop);
         let published = Arc::clone(&published);
@@ -203,28 +211,31 @@ pub fn run(
         profile.name
     );
 
-    let mut generation = 1;
+    let server =
+        control::serve(Arc::clone(&control), socket, Arc::clone(&stop)).map_err(DaemonError);
+    let server = match server {
+        Ok(s) => Some(s),
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            eprintln!("fulcrumd: control socket: {e}");
+            None
+        }
+    };
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         if signals.reload.swap(false, Ordering::Relaxed) {
-            match ctl::conf::load(config_path) {
-                Ok(next) => {
-                    generation += 1;
-                    let tables = Tables::build(&next, &mut ids, generation);
-                    if tables.services.len() > services {
-                        eprintln!(
-                            "fulcrumd: reload refused: more services than max_services {services}"
-                        );
-                        continue;
-                    }
-                    published.store(Arc::new(tables));
-                    eprintln!("fulcrumd: configuration generation {generation} applied");
+            match control.reload_file() {
+                Ok(generation) => {
+                    eprintln!("fulcrumd: configuration generation {generation} applied")
                 }
                 Err(e) => {
                     eprintln!("fulcrumd: reload refused, the running configuration stays:\n{e}")
                 }
             }
         }
+    }
+    if let Some(server) = server {
+        let _ = server.join();
     }
 
     let mut summary = RunSummary::default();

@@ -6,6 +6,7 @@
 //!
 //! The AF_XDP workers, flow tables and NAT build on these.
 
+pub mod control;
 pub mod counters;
 pub mod daemon;
 pub mod flow;

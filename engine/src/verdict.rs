@@ -132,3 +132,38 @@ impl DropCounters {
             .filter(|(_, n)| *n > 0)
     }
 }
+
+/// Every worker's drop counters, published for `stat` (each worker writes only its own row).
+#[derive(Debug)]
+pub struct SharedDrops {
+    rows: Box<[std::sync::atomic::AtomicU64]>,
+}
+
+impl SharedDrops {
+    pub fn new(workers: usize) -> Self {
+        Self {
+            rows: (0..workers * DropReason::ALL.len())
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Copies a worker's counters into its row.
+    pub fn publish(&self, worker: usize, drops: &DropCounters) {
+        let n = DropReason::ALL.len();
+        if let Some(row) = self.rows.get(worker * n..(worker + 1) * n) {
+            for (slot, value) in row.iter().zip(drops.0.iter()) {
+                slot.store(*value, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The sum over the workers.
+    pub fn totals(&self) -> DropCounters {
+        let mut sum = DropCounters::default();
+        for (i, slot) in self.rows.iter().enumerate() {
+            sum.0[i % DropReason::ALL.len()] += slot.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        sum
+    }
+}

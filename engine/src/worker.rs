@@ -15,7 +15,7 @@ use crate::lb::{self, PoolState, RoundRobinReason, ServiceId, ServiceView};
 use crate::nat::Snat;
 use crate::neigh::NeighbourTable;
 use crate::tables::Tables;
-use crate::verdict::{DropCounters, DropReason, Verdict};
+use crate::verdict::{DropCounters, DropReason, SharedDrops, Verdict};
 use crate::wire::{self, Arp, Ipv4, Mac, Packet, Proto};
 
 /// Most frames one call of [`Worker::process_burst`] takes.
@@ -128,6 +128,7 @@ pub struct Worker {
     last_arp_round: Option<u64>,
     pub drops: DropCounters,
     pub stats: WorkerStats,
+    shared_drops: Option<Arc<SharedDrops>>,
 }
 
 /// What a worker needs at creation.
@@ -161,6 +162,7 @@ impl Worker {
             last_arp_round: None,
             drops: DropCounters::default(),
             stats: WorkerStats::default(),
+            shared_drops: None,
         };
         w.set_tables(setup.tables);
         w
@@ -467,8 +469,16 @@ impl Worker {
 
     /// Periodic work between bursts: expire idle flows, rotate counter windows, ask for the
     /// next hops of services not resolved yet (once a second).
+    /// Publishes this worker's drop counters there at every housekeeping call.
+    pub fn share_drops(&mut self, shared: Arc<SharedDrops>) {
+        self.shared_drops = Some(shared);
+    }
+
     pub fn housekeeping(&mut self, now_ms: u64) {
         self.writer.tick(now_ms / 1000);
+        if let Some(shared) = &self.shared_drops {
+            shared.publish(self.id, &self.drops);
+        }
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         self.flows.expire(now_ms, SWEEP_BUDGET, |f| {
             if f.active {

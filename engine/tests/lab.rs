@@ -371,3 +371,123 @@ bind lb vserver web s3
         "across both ports byte for byte"
     );
 }
+
+#[test]
+fn administered_through_fulcrumctl_under_traffic() {
+    let mut lab = Lab::up("ctl", 3);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let down = lab.dir.join("down.bin");
+    let transfer = lab.client_spawn(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "--limit-rate",
+        "10M",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        &format!("http://{VIP}/big.bin"),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // A script of changes while the transfer runs; the batch stops at the first error.
+    let script = lab.dir.join("changes.conf");
+    std::fs::write(
+        &script,
+        "add server web4 198.18.0.13\n\
+         add service s4 web4 HTTP 80 -maxClient 100\n\
+         set lb vserver web -lbMethod LEASTCONNECTION\n\
+         bind lb vserver web s4 -weight 2\n\
+         unbind lb vserver web s2\n\
+         disable service s3\n\
+         set service s4 -cltTimeout 77\n\
+         unset service s4 -cltTimeout\n\
+         rename service s4 s4-renamed\n\
+         enable service s3\n\
+         add lb monitor m1 HTTP -respCode 200 -LRTM ENABLED\n\
+         bind service s1 -monitorName m1\n\
+         unbind service s1 -monitorName m1\n\
+         rm lb monitor m1\n\
+         save ns config\n\
+         bind lb vserver web nosuch\n\
+         add server never 198.18.0.99\n",
+    )
+    .unwrap();
+    let out = lab.ctl(&["-f", script.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("changes.conf:16") && err.contains("No such resource [serviceName, nosuch]"),
+        "{err}"
+    );
+    let show = lab.ctl(&["show", "lb", "vserver", "web"]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{text}");
+    assert!(
+        text.contains("Configured Method: LEASTCONNECTION"),
+        "{text}"
+    );
+    assert!(
+        text.contains("s4-renamed") && !text.contains("s2 ("),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("Done"), "{text}");
+    let never = lab.ctl(&["show", "server", "never"]);
+    assert!(
+        !never.status.success(),
+        "the line after the error never ran"
+    );
+
+    // New connections follow the new configuration: s2 unbound.
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(count(&names, "backend-2"), 0, "{names:?}");
+    let stat = lab.ctl(&["stat", "service", "s1"]);
+    let text = String::from_utf8_lossy(&stat.stdout);
+    assert!(
+        text.contains("Hits") && text.contains("Active transactions"),
+        "{text}"
+    );
+    let json = lab.ctl(&["stat", "lb", "vserver", "-format", "json"]);
+    assert!(String::from_utf8_lossy(&json.stdout).contains("\"lbmethod\":\"LEASTCONNECTION\""));
+
+    // The transfer survived every change.
+    let out = transfer.wait_with_output().unwrap();
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let backend = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: backend-"))
+        .map(str::trim)
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        sha256(&down),
+        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
+    );
+
+    // A non-root peer is refused.
+    let sock = lab.socket();
+    let denied = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::lab::fulcrumctl())
+        .arg("--socket")
+        .arg(&sock)
+        .args(["show", "lb", "vserver"])
+        .output()
+        .unwrap();
+    assert!(!denied.status.success());
+
+    // Restarting from the saved file gives back the same running configuration.
+    let before =
+        String::from_utf8_lossy(&lab.ctl(&["show", "ns", "runningConfig"]).stdout).into_owned();
+    let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    assert!(
+        lab.dir.join("ns.conf.0").exists(),
+        "the previous file was kept"
+    );
+    lab.stop();
+    lab.start(&saved, 80);
+    let after =
+        String::from_utf8_lossy(&lab.ctl(&["show", "ns", "runningConfig"]).stdout).into_owned();
+    assert_eq!(before, after);
+}

@@ -1,17 +1,28 @@
-//! `fulcrumctl`: sends NetScaler commands to `fulcrumd` over its control socket.
+//! `fulcrumctl`: administers `fulcrumd` with NetScaler commands over its control socket.
 //!
-//! Commands are checked against the grammar before anything is sent, so a typo is reported
-//! locally with the same `ERROR: …` the daemon would print.
+//! ```text
+//! fulcrumctl [--socket PATH] <command…>     one command; exit 0 on Done, 1 on ERROR
+//! fulcrumctl [--socket PATH] -f cmds.conf   a batch; stops at the first error and names its line
+//! fulcrumctl [--socket PATH]                interactive shell: history, help, completion
+//! ```
+//!
+//! Commands are checked against the grammar before anything is sent, so a typo gets the same
+//! `ERROR: …` locally; `help` is answered locally from the command table.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use ctl::grammar::{help, parse_line};
-
-const DEFAULT_SOCKET: &str = "/run/fulcrum/ctl.sock";
+use ctl::grammar::{complete, help, parse_line};
+use ctl::proto::{DEFAULT_SOCKET, DONE, request};
+use rustyline::Helper;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -30,76 +41,191 @@ struct Cli {
     command: Vec<String>,
 }
 
-/// Sends one line and prints the reply; true when it ended in ` Done`.
-fn send(socket: &PathBuf, line: &str) -> Result<bool, String> {
-    let mut stream = UnixStream::connect(socket)
-        .map_err(|e| format!("ERROR: Cannot reach fulcrumd at {} ({e})", socket.display()))?;
-    writeln!(stream, "{line}").map_err(|e| format!("ERROR: {e}"))?;
-    let mut ok = false;
-    for reply in BufReader::new(stream).lines() {
-        let reply = reply.map_err(|e| format!("ERROR: {e}"))?;
-        ok = reply == " Done";
-        println!("{reply}");
-    }
-    Ok(ok)
+struct Session {
+    socket: PathBuf,
+    conn: Option<(BufReader<UnixStream>, UnixStream)>,
 }
 
-fn run_line(socket: &PathBuf, line: &str) -> Result<bool, String> {
-    match parse_line(line) {
-        Err(e) => Err(e.to_string()),
-        Ok(cmds) if cmds.is_empty() => Ok(true),
-        Ok(cmds) => {
-            if let Some(ctl::Command::Help { topic }) = cmds.first() {
+impl Session {
+    fn connect(&mut self) -> Result<&mut (BufReader<UnixStream>, UnixStream), String> {
+        if self.conn.is_none() {
+            let stream = UnixStream::connect(&self.socket).map_err(|e| {
+                format!(
+                    "ERROR: Cannot reach fulcrumd at {} ({e})",
+                    self.socket.display()
+                )
+            })?;
+            let writer = stream.try_clone().map_err(|e| format!("ERROR: {e}"))?;
+            self.conn = Some((BufReader::new(stream), writer));
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| "ERROR: not connected".to_owned())
+    }
+
+    /// Runs one line; prints the reply; Ok(true) when it ended in ` Done`.
+    fn run(&mut self, line: &str) -> Result<bool, String> {
+        let cmds = parse_line(line).map_err(|e| e.to_string())?;
+        match cmds.first() {
+            None => return Ok(true),
+            Some(ctl::Command::Help { topic }) => {
                 print!("{}", help(topic.as_deref()));
                 return Ok(true);
             }
-            send(socket, line)
+            Some(_) => {}
+        }
+        let (reader, writer) = self.connect()?;
+        let reply = request(reader, writer, line).map_err(|e| {
+            self.conn = None;
+            format!("ERROR: {e}")
+        })?;
+        let ok = reply.last().is_some_and(|l| l == DONE);
+        for l in &reply {
+            if l.starts_with("ERROR:") {
+                eprintln!("{l}")
+            } else {
+                println!("{l}")
+            }
+        }
+        Ok(ok)
+    }
+}
+
+/// Shell completion from the command table.
+struct Completion;
+
+impl Helper for Completion {}
+impl Highlighter for Completion {}
+impl Validator for Completion {}
+impl Hinter for Completion {
+    type Hint = String;
+}
+
+impl Completer for Completion {
+    type Candidate = Pair;
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let head = &line[..pos];
+        let start = head.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let words = complete(head)
+            .into_iter()
+            .map(|w| Pair {
+                display: w.clone(),
+                replacement: w,
+            })
+            .collect();
+        Ok((start, words))
+    }
+}
+
+fn batch(session: &mut Session, file: &Path) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ERROR: {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    for (i, line) in text.lines().enumerate() {
+        match session.run(line) {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!("{}:{}: stopped at this line", file.display(), i + 1);
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("{}:{}: {e}", file.display(), i + 1);
+                return ExitCode::FAILURE;
+            }
         }
     }
+    ExitCode::SUCCESS
+}
+
+fn shell(session: &mut Session) -> ExitCode {
+    if !std::io::stdin().is_terminal() {
+        // Piped input: plain lines, same rules as a batch but going on after errors.
+        let mut failed = false;
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            match session.run(&line) {
+                Ok(true) => {}
+                Ok(false) => failed = true,
+                Err(e) => {
+                    eprintln!("{e}");
+                    failed = true;
+                }
+            }
+        }
+        return if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let Ok(mut editor) = rustyline::Editor::<Completion, rustyline::history::DefaultHistory>::new()
+    else {
+        eprintln!("ERROR: cannot open the terminal");
+        return ExitCode::FAILURE;
+    };
+    editor.set_helper(Some(Completion));
+    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".fulcrumctl_history"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    loop {
+        match editor.readline("> ") {
+            Ok(line) => {
+                let line = line.trim();
+                if line == "exit" || line == "quit" {
+                    break;
+                }
+                if !line.is_empty() {
+                    let _ = editor.add_history_entry(line);
+                }
+                if let Err(e) = session.run(line) {
+                    eprintln!("{e}");
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(_) => break,
+        }
+    }
+    if let Some(h) = &history {
+        let _ = editor.save_history(h);
+    }
+    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut session = Session {
+        socket: cli.socket.clone(),
+        conn: None,
+    };
     if let Some(file) = &cli.file {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("ERROR: {}: {e}", file.display());
-                return ExitCode::FAILURE;
-            }
-        };
-        for (i, line) in text.lines().enumerate() {
-            match run_line(&cli.socket, line) {
-                Ok(true) => {}
-                Ok(false) => {
-                    eprintln!("{}:{}: stopped at this line", file.display(), i + 1);
-                    return ExitCode::FAILURE;
-                }
-                Err(e) => {
-                    eprintln!("{}:{}: {e}", file.display(), i + 1);
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
-        return ExitCode::SUCCESS;
+        return batch(&mut session, file);
     }
     if cli.command.is_empty() {
-        eprintln!(
-            "ERROR: the interactive shell needs a running fulcrumd; give a command or -f FILE"
-        );
-        return ExitCode::FAILURE;
+        return shell(&mut session);
     }
     let line = cli
         .command
         .iter()
         .map(|w| {
+            if w.starts_with('-') {
+                return w.clone();
+            }
             let mut q = String::new();
             ctl::lex::quote(w, &mut q);
-            if w.starts_with('-') { w.clone() } else { q }
+            q
         })
         .collect::<Vec<_>>()
         .join(" ");
-    match run_line(&cli.socket, &line) {
+    match session.run(&line) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -142,7 +142,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match engine::daemon::run(&profile, config, signals) {
+    match engine::daemon::run(&profile, config, &cli.socket, signals) {
         Ok(summary) => {
             eprintln!("fulcrumd: stopped");
             print!("{summary}");

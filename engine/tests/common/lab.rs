@@ -29,6 +29,26 @@ pub struct Lab {
     _serial: MutexGuard<'static, ()>,
 }
 
+/// The fulcrumctl binary of this build (beside this test's own directory), built if missing:
+/// it belongs to the ctl package, so cargo does not build it for engine's tests.
+pub fn fulcrumctl() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_owned();
+    let bin = dir.join("fulcrumctl");
+    if !bin.exists() {
+        let release = dir.ends_with("release");
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .args(["build", "-p", "ctl", "--bin", "fulcrumctl"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            build.arg("--release");
+        }
+        run(&mut build);
+    }
+    bin
+}
+
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
@@ -68,6 +88,21 @@ impl Lab {
         lab
     }
 
+    /// This lab's control socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("ctl.sock")
+    }
+
+    /// Runs fulcrumctl against this lab's daemon.
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        Command::new(fulcrumctl())
+            .arg("--socket")
+            .arg(self.socket())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
     pub fn ns(&self, host: &str) -> String {
         format!("fl-{}-{host}", self.tag)
     }
@@ -87,6 +122,8 @@ impl Lab {
             .arg(&self.profile)
             .arg("--config")
             .arg(&conf)
+            .arg("--socket")
+            .arg(self.socket())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,88 @@
+//! show/stat layouts over a configuration and a fixed runtime (a stand-in for the engine).
+
+use ctl::conf::replay_text;
+use ctl::grammar::Object;
+use ctl::render::{Runtime, ServiceStats, VserverStats, show, stat};
+
+struct Fixed;
+
+impl Runtime for Fixed {
+    fn service(&self, name: &str) -> ServiceStats {
+        ServiceStats {
+            up: name != "s2",
+            hits: 7,
+            active: 2,
+            packets: 30,
+            bytes: 4000,
+            window_packets: 3,
+            window_bytes: 400,
+            response_time_us: Some(1500),
+            load: None,
+        }
+    }
+    fn vserver(&self, _: &str) -> VserverStats {
+        VserverStats {
+            round_robin_reason: Some("Response time not yet known for a bound service".into()),
+        }
+    }
+    fn drops(&self) -> Vec<(String, u64)> {
+        vec![("no flow".into(), 4)]
+    }
+}
+
+const CONF: &str = "add ns ip 198.18.0.2 255.255.255.0
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add lb vserver web HTTP 198.18.0.100 80 -lbMethod LRTM
+bind lb vserver web s1 -weight 3
+bind lb vserver web s2
+";
+
+#[test]
+fn show_lb_vserver_in_netscaler_layout() {
+    let (c, e) = replay_text(CONF);
+    assert!(e.is_empty());
+    let out = show(&c, Object::LbVserver, Some("web"), false, &Fixed).unwrap();
+    for want in [
+        "\tweb (198.18.0.100:80) - HTTP\tType: ADDRESS",
+        "\tState: UP",
+        "\tNo. of Bound Services :  2 (Total) \t 1 (Active)",
+        "\tConfigured Method: LRTM",
+        "\tCurrent Method: Round Robin, Reason: Response time not yet known for a bound service",
+        "1) s1 (198.18.0.11: 80) - HTTP State: UP\tWeight: 3",
+        "2) s2 (198.18.0.12: 80) - HTTP State: DOWN\tWeight: 1",
+    ] {
+        assert!(out.lines().any(|l| l == want), "missing {want:?} in\n{out}");
+    }
+    assert_eq!(
+        show(&c, Object::LbVserver, Some("nope"), false, &Fixed)
+            .unwrap_err()
+            .to_string(),
+        "ERROR: No such resource [name, nope]"
+    );
+}
+
+#[test]
+fn stat_and_json_carry_the_counters() {
+    let (c, _) = replay_text(CONF);
+    let out = stat(&c, Object::Service, Some("s1"), false, &Fixed).unwrap();
+    assert!(
+        out.contains("Hits") && out.contains(" 7\n") && out.contains("1.500"),
+        "{out}"
+    );
+    let summary = stat(&c, Object::LbVserver, None, false, &Fixed).unwrap();
+    assert!(
+        summary.starts_with("Virtual Server(s) Summary"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("no flow") && summary.contains(" 4"),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stat(&c, Object::Service, None, true, &Fixed).unwrap()).unwrap();
+    assert_eq!(json[0]["hits"], 7);
+    assert_eq!(json[1]["state"], "DOWN");
+    let running = show(&c, Object::NsRunningConfig, None, false, &Fixed).unwrap();
+    assert!(running.starts_with("add ns ip 198.18.0.2"), "{running}");
+}

@@ -1,0 +1,360 @@
+//! The control plane: validates commands against the running configuration, publishes each
+//! accepted change as a new immutable generation of the tables (one atomic swap; workers pick
+//! it up between bursts), answers `show`/`stat`, saves ns.conf, and serves the Unix socket.
+//!
+//! A rejected command changes nothing: it is applied to a copy, and the copy replaces the
+//! running configuration only when every part of it (all members of a `[a-b]` range) applied.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use ctl::command::Command;
+use ctl::conf::{self, Config, LbMethod};
+use ctl::error::{CliError, ErrorKind};
+use ctl::grammar::{help, parse_line};
+use ctl::proto::{DONE, MAX_LINE};
+use ctl::render::{self, Runtime, ServiceStats, VserverStats};
+
+use crate::counters::Counters;
+use crate::health::ServiceHealth;
+use crate::lb::RoundRobinReason;
+use crate::tables::{ServiceIds, Tables};
+use crate::verdict::SharedDrops;
+
+struct State {
+    config: Config,
+    ids: ServiceIds,
+    generation: u64,
+}
+
+/// The control plane of one daemon.
+pub struct Control {
+    state: Mutex<State>,
+    config_path: PathBuf,
+    max_services: usize,
+    pub published: Arc<ArcSwap<Tables>>,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub drops: Arc<SharedDrops>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Control({})", self.config_path.display())
+    }
+}
+
+/// Everything `Control::new` needs.
+#[derive(Debug)]
+pub struct ControlSetup {
+    pub config: Config,
+    pub config_path: PathBuf,
+    pub max_services: usize,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub drops: Arc<SharedDrops>,
+}
+
+fn now_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs} (seconds since 1970, UTC)")
+}
+
+impl Control {
+    pub fn new(setup: ControlSetup) -> Result<Self, String> {
+        let mut ids = ServiceIds::default();
+        let tables = Tables::build(&setup.config, &mut ids, 1);
+        if tables.services.len() > setup.max_services {
+            return Err(format!(
+                "{} services exceed the profile's max_services {}",
+                tables.services.len(),
+                setup.max_services
+            ));
+        }
+        Ok(Self {
+            state: Mutex::new(State {
+                config: setup.config,
+                ids,
+                generation: 1,
+            }),
+            config_path: setup.config_path,
+            max_services: setup.max_services,
+            published: Arc::new(ArcSwap::new(Arc::new(tables))),
+            counters: setup.counters,
+            health: setup.health,
+            drops: setup.drops,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes `next` the running configuration and publishes its tables.
+    fn publish(&self, state: &mut State, next: Config) -> Result<(), CliError> {
+        let mut ids = state.ids.clone();
+        let tables = Tables::build(&next, &mut ids, state.generation + 1);
+        if tables.services.len() > self.max_services {
+            return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
+                "More services than the profile's max_services {}",
+                self.max_services
+            )));
+        }
+        state.generation += 1;
+        state.ids = ids;
+        state.config = next;
+        self.published.store(Arc::new(tables));
+        Ok(())
+    }
+
+    /// Validates and applies configuration commands, all or nothing.
+    pub fn apply(&self, cmds: &[Command]) -> Result<(), CliError> {
+        let mut state = self.lock();
+        let mut next = state.config.clone();
+        next.apply_all(cmds)?;
+        self.publish(&mut state, next)
+    }
+
+    /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
+    pub fn reload_file(&self) -> Result<u64, String> {
+        let next = conf::load(&self.config_path).map_err(|e| e.to_string())?;
+        let mut state = self.lock();
+        self.publish(&mut state, next).map_err(|e| e.to_string())?;
+        Ok(state.generation)
+    }
+
+    /// The running configuration (a copy).
+    pub fn config(&self) -> Config {
+        self.lock().config.clone()
+    }
+
+    /// Runs one line of the command language and returns the reply lines, the last one
+    /// being ` Done` or `ERROR: …`.
+    pub fn execute(&self, line: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let result = parse_line(line).and_then(|cmds| {
+            if cmds.is_empty() {
+                return Ok(());
+            }
+            if cmds.iter().all(Command::changes_config) {
+                return self.apply(&cmds);
+            }
+            for cmd in &cmds {
+                let text = self.query(cmd)?;
+                out.extend(text.lines().map(str::to_owned));
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => out.push(DONE.to_owned()),
+            Err(e) => out.push(e.to_string()),
+        }
+        out
+    }
+
+    fn query(&self, cmd: &Command) -> Result<String, CliError> {
+        let state = self.lock();
+        let rt = LiveRuntime {
+            control: self,
+            config: &state.config,
+            tables: self.published.load_full(),
+        };
+        match cmd {
+            Command::Show {
+                object,
+                name,
+                format,
+            } => render::show(
+                &state.config,
+                *object,
+                name.as_ref().map(|n| n.as_str()),
+                *format == conf::OutputFormat::Json,
+                &rt,
+            ),
+            Command::Stat {
+                object,
+                name,
+                format,
+            } => render::stat(
+                &state.config,
+                *object,
+                name.as_ref().map(|n| n.as_str()),
+                *format == conf::OutputFormat::Json,
+                &rt,
+            ),
+            Command::Help { topic } => Ok(help(topic.as_deref())),
+            Command::SaveNsConfig => {
+                let text = conf::render(&state.config, &now_stamp());
+                conf::save_atomic(&self.config_path, &text).map_err(|e| {
+                    CliError::new(ErrorKind::Io)
+                        .with_detail(format!("Cannot save the configuration: {e}"))
+                })?;
+                Ok(String::new())
+            }
+            _ => Err(CliError::new(ErrorKind::NotSupported)
+                .with_detail("Mixed configuration and query commands")),
+        }
+    }
+}
+
+struct LiveRuntime<'a> {
+    control: &'a Control,
+    /// The running configuration, borrowed from the locked state.
+    config: &'a Config,
+    tables: Arc<Tables>,
+}
+
+impl LiveRuntime<'_> {
+    fn id(&self, name: &str) -> Option<u32> {
+        self.tables
+            .services
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.name == name))
+            .map(|i| i as u32)
+    }
+}
+
+impl Runtime for LiveRuntime<'_> {
+    fn service(&self, name: &str) -> ServiceStats {
+        let Some(id) = self.id(name) else {
+            return ServiceStats::default();
+        };
+        let t = self.control.counters.totals(id);
+        ServiceStats {
+            up: self.control.health.is_up(id),
+            hits: t.hits,
+            active: t.active,
+            packets: t.packets,
+            bytes: t.bytes,
+            window_packets: t.window_packets,
+            window_bytes: t.window_bytes,
+            response_time_us: self.control.health.response_time(id),
+            load: self.control.health.load(id),
+        }
+    }
+
+    fn vserver(&self, name: &str) -> VserverStats {
+        let Some(v) = self.tables.vservers.iter().find(|v| v.name == name) else {
+            return VserverStats::default();
+        };
+        let members = v.pool.members();
+        let missing = |f: &dyn Fn(u32) -> bool| {
+            members
+                .iter()
+                .any(|m| self.control.health.is_up(m.service) && !f(m.service))
+        };
+        let method = self.config.vservers.get(name).map(|c| c.settings.lb_method);
+        let reason = match method {
+            Some(LbMethod::Lrtm)
+                if missing(&|s| self.control.health.response_time(s).is_some()) =>
+            {
+                Some(RoundRobinReason::ResponseTimeMissing)
+            }
+            Some(LbMethod::CustomLoad) if missing(&|s| self.control.health.load(s).is_some()) => {
+                Some(RoundRobinReason::LoadMissing)
+            }
+            _ => None,
+        };
+        VserverStats {
+            round_robin_reason: reason.map(|r| r.to_string()),
+        }
+    }
+
+    fn drops(&self) -> Vec<(String, u64)> {
+        self.control
+            .drops
+            .totals()
+            .nonzero()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect()
+    }
+}
+
+/// Only root and the daemon's own user may administer it.
+fn peer_allowed(stream: &UnixStream) -> bool {
+    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
+        Ok(cred) => cred.uid() == 0 || cred.uid() == nix::unistd::geteuid().as_raw(),
+        Err(_) => false,
+    }
+}
+
+fn serve_client(control: &Control, stream: UnixStream) {
+    if !peer_allowed(&stream) {
+        let mut s = &stream;
+        let _ = writeln!(
+            s,
+            "ERROR: Not authorized (the control socket admits root only)"
+        );
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(600)));
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        match (&mut reader).take(MAX_LINE as u64 + 1).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.len() > MAX_LINE && !line.ends_with('\n') {
+            let _ = writeln!(writer, "ERROR: Command line longer than {MAX_LINE} bytes");
+            return;
+        }
+        let reply = control.execute(line.trim_end_matches(['\n', '\r']));
+        let mut text = reply.join("\n");
+        text.push('\n');
+        if writer.write_all(text.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Serves the control socket until `stop`: mode 0600, one thread per client.
+pub fn serve(
+    control: Arc<Control>,
+    path: &Path,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(format!("{} is served by another fulcrumd", path.display()));
+        }
+        std::fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let path = path.to_owned();
+    std::thread::Builder::new()
+        .name("fulcrum-control".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nonblocking(false);
+                        let control = Arc::clone(&control);
+                        let _ = std::thread::Builder::new()
+                            .name("fulcrum-client".into())
+                            .spawn(move || serve_client(&control, stream));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        })
+        .map_err(|e| e.to_string())
+}
