@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cargo build --release --locked -q --bin fulcrumd --bin fulcrumctl
 FULCRUMD=$PWD/target/release/fulcrumd
+FULCRUMCTL=$PWD/target/release/fulcrumctl
 
 echo "== configurations"
 for f in examples/*.conf; do "$FULCRUMD" --check-config "$f"; done
@@ -26,8 +27,10 @@ echo "== lab $tag: client 198.18.0.50, VIP 198.18.0.100, SNIP 198.18.0.2, backen
 bash scripts/lab.sh up "$tag" 3
 cli() { ip netns exec "fl-$tag-cli" "$@"; }
 
-ip netns exec "fl-$tag-lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config examples/lab-demo.conf \
-  > "/tmp/fl-lab-$tag/fulcrumd.out" 2> "/tmp/fl-lab-$tag/fulcrumd.err" &
+sock=/tmp/fl-lab-$tag/ctl.sock
+cp examples/lab-demo.conf "/tmp/fl-lab-$tag/ns.conf"
+ip netns exec "fl-$tag-lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config "/tmp/fl-lab-$tag/ns.conf" \
+  --socket "$sock" > "/tmp/fl-lab-$tag/fulcrumd.out" 2> "/tmp/fl-lab-$tag/fulcrumd.err" &
 daemon=$!
 for _ in $(seq 1 100); do
   cli curl -s -m 1 -o /dev/null http://198.18.0.100/ && break
@@ -47,9 +50,17 @@ distribution 80 300
 echo "== wrk, 5 s, 20 keep-alive connections to Vserver-LB-1"
 cli wrk -t1 -c20 -d5s http://198.18.0.100/ | sed 's/^/    /'
 
+echo
+echo "== fulcrumctl show lb vserver Vserver-LB-1"
+"$FULCRUMCTL" --socket "$sock" show lb vserver Vserver-LB-1 | sed 's/^/    /'
+echo "== fulcrumctl stat lb vserver"
+"$FULCRUMCTL" --socket "$sock" stat lb vserver | sed 's/^/    /'
+echo "== fulcrumctl stat service Service-HTTP-1"
+"$FULCRUMCTL" --socket "$sock" stat service Service-HTTP-1 | sed 's/^/    /'
+
 kill "$daemon"
 wait "$daemon" || true
 daemon=""
 echo
-echo "== fulcrumd's counters"
+echo "== fulcrumd's counters at shutdown"
 sed 's/^/    /' "/tmp/fl-lab-$tag/fulcrumd.out"

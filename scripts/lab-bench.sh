@@ -72,7 +72,8 @@ bind lb vserver web s1
 bind lb vserver web s2
 bind lb vserver web s3
 CONF
-ip netns exec "$lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config "$dir/rr.conf" > "$dir/fulcrumd.out" 2>&1 &
+ip netns exec "$lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config "$dir/rr.conf" --socket "$dir/ctl.sock" \
+  > "$dir/fulcrumd.out" 2>&1 &
 daemon=$!
 pids+=("$daemon")
 wait_http http://198.18.0.100/
