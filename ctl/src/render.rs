@@ -536,10 +536,10 @@ pub fn stat(
                 if name.is_none() {
                     out.push_str(&format!(
                         "{:<20} {:>16} {:>6} {:>12} {:>10} {:>10} {:>10}\n",
-                        v.name,
+                        v.name.as_str(),
                         ip,
                         port,
-                        v.service_type,
+                        v.service_type.keyword(),
                         vserver_state(config, v, rt),
                         hits,
                         active
