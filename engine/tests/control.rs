@@ -1,0 +1,143 @@
+//! The control socket without a data plane: bad input harms nothing, several clients at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use ctl::proto::request;
+use engine::control::{Control, ControlSetup, serve};
+use engine::counters::Counters;
+use engine::health::ServiceHealth;
+use engine::verdict::SharedDrops;
+
+fn daemon(
+    tag: &str,
+) -> (
+    Arc<Control>,
+    std::path::PathBuf,
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<()>,
+) {
+    let dir = std::env::temp_dir().join(format!("fl-ctl-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("ns.conf");
+    std::fs::write(&conf, "add service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP 198.18.0.100 80\nbind lb vserver web s1\n").unwrap();
+    let (counters, _w) = Counters::new(1, 64);
+    let control = Arc::new(
+        Control::new(ControlSetup {
+            config: ctl::conf::load(&conf).unwrap(),
+            config_path: conf,
+            max_services: 64,
+            counters,
+            health: Arc::new(ServiceHealth::new(64)),
+            drops: Arc::new(SharedDrops::new(1)),
+        })
+        .unwrap(),
+    );
+    let sock = dir.join("ctl.sock");
+    let stop = Arc::new(AtomicBool::new(false));
+    let server = serve(Arc::clone(&control), &sock, Arc::clone(&stop)).unwrap();
+    (control, sock, stop, server)
+}
+
+fn connect(sock: &std::path::Path) -> (BufReader<UnixStream>, UnixStream) {
+    let s = UnixStream::connect(sock).unwrap();
+    (BufReader::new(s.try_clone().unwrap()), s)
+}
+
+#[test]
+fn bad_input_gets_an_error_and_changes_nothing() {
+    let (control, sock, stop, server) = daemon("bad");
+    let before = control.config();
+    let (mut r, mut w) = connect(&sock);
+    for garbage in [
+        "\u{1}\u{2}\u{3}",
+        "bind lb vserver web",
+        "rm service nosuch",
+        "\"unterminated",
+    ] {
+        let reply = request(&mut r, &mut w, garbage).unwrap();
+        assert!(
+            reply.last().unwrap().starts_with("ERROR: "),
+            "{garbage:?}: {reply:?}"
+        );
+    }
+    assert_eq!(control.config(), before);
+    // An over-long line closes that connection and nothing else.
+    let (mut r2, mut w2) = connect(&sock);
+    w2.write_all(&vec![b'a'; ctl::proto::MAX_LINE + 10])
+        .unwrap();
+    let mut line = String::new();
+    r2.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("ERROR: Command line longer than"),
+        "{line}"
+    );
+    // A client leaving mid-command harms nothing.
+    {
+        let mut s = UnixStream::connect(&sock).unwrap();
+        s.write_all(b"add service half 198.18").unwrap();
+    }
+    let reply = request(&mut r, &mut w, "show lb vserver web").unwrap();
+    assert_eq!(reply.last().unwrap(), " Done");
+    assert_eq!(control.config(), before);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+    assert!(!sock.exists(), "the socket is removed at shutdown");
+}
+
+#[test]
+fn several_clients_at_once_and_their_changes_are_atomic() {
+    let (control, sock, stop, server) = daemon("many");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let sock = sock.clone();
+            std::thread::spawn(move || {
+                let (mut r, mut w) = connect(&sock);
+                // Each client adds three services as one range, then binds them.
+                let reply = request(
+                    &mut r,
+                    &mut w,
+                    &format!("add service c{i}-[1-3] 198.18.{i}.[1-3] UDP 53"),
+                )
+                .unwrap();
+                assert_eq!(reply.last().unwrap(), " Done");
+                for k in 1..=3 {
+                    let reply =
+                        request(&mut r, &mut w, &format!("bind lb vserver web c{i}-{k}")).unwrap();
+                    assert!(
+                        reply
+                            .last()
+                            .unwrap()
+                            .starts_with("ERROR: Service type UDP cannot be bound"),
+                        "{reply:?}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let c = control.config();
+    assert_eq!(c.services.len(), 1 + 8 * 3);
+    assert_eq!(
+        c.vservers["web"].bindings.len(),
+        1,
+        "every mismatched bind was refused"
+    );
+    // A range that fails half-way adds nothing.
+    let (mut r, mut w) = connect(&sock);
+    let reply = request(&mut r, &mut w, "add service c0-[3-4] 198.18.9.[3-4] TCP 80").unwrap();
+    assert!(
+        reply
+            .last()
+            .unwrap()
+            .starts_with("ERROR: Resource already exists"),
+        "{reply:?}"
+    );
+    assert!(!control.config().services.contains_key("c0-4"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+}
