@@ -98,12 +98,24 @@ pub struct Signals {
     pub reload: Arc<AtomicBool>,
 }
 
+/// Where the daemon finds and serves things.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// ns.conf: replayed at start and on SIGHUP, written by `save ns config`.
+    pub config: std::path::PathBuf,
+    /// The control socket.
+    pub socket: std::path::PathBuf,
+    /// `--metrics ADDR:PORT`: OpenMetrics text for Prometheus.
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
 pub fn run(
     profile: &HwProfile,
-    config_path: &Path,
-    socket: &Path,
+    options: &RunOptions,
     signals: Signals,
 ) -> Result<RunSummary, DaemonError> {
+    let config_path = options.config.as_path();
+    let socket = options.socket.as_path();
     let config = ctl::conf::load(config_path).map_err(|e| {
         DaemonError(format!(
             "refusing to start with a configuration that does not load:\n{e}"
@@ -221,6 +233,12 @@ pub fn run(
             None
         }
     };
+    if let Some(addr) = options.metrics {
+        match crate::metrics::serve(Arc::clone(&control), addr, Arc::clone(&stop)) {
+            Ok(bound) => eprintln!("fulcrumd: metrics on http://{bound}/metrics"),
+            Err(e) => eprintln!("fulcrumd: {e}"),
+        }
+    }
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         if signals.reload.swap(false, Ordering::Relaxed) {

@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod flow;
 pub mod health;
 pub mod lb;
+pub mod metrics;
 pub mod nat;
 pub mod neigh;
 pub mod profile;

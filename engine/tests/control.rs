@@ -141,3 +141,33 @@ fn several_clients_at_once_and_their_changes_are_atomic() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().unwrap();
 }
+
+#[test]
+fn metrics_are_served_as_openmetrics_text() {
+    use std::io::Read;
+    let (control, _sock, stop, server) = daemon("metrics");
+    let addr = engine::metrics::serve(
+        Arc::clone(&control),
+        "127.0.0.1:0".parse().unwrap(),
+        Arc::clone(&stop),
+    )
+    .unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.contains("application/openmetrics-text"), "{text}");
+    assert!(
+        text.contains("fulcrum_service_hits_total{service=\"s1\",state=\"UP\"} 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fulcrum_vserver_hits_total{vserver=\"web\",method=\"LEASTCONNECTION\"} 0"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+}

@@ -34,8 +34,11 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Control socket.
-    #[arg(long, default_value = "/run/fulcrum/ctl.sock")]
+    #[arg(long, default_value = ctl::proto::DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Serve the counters for Prometheus (OpenMetrics text) on ADDR:PORT.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     command: Option<Mode>,
 }
@@ -142,7 +145,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match engine::daemon::run(&profile, config, &cli.socket, signals) {
+    let options = engine::daemon::RunOptions {
+        config: config.clone(),
+        socket: cli.socket.clone(),
+        metrics: cli.metrics,
+    };
+    match engine::daemon::run(&profile, &options, signals) {
         Ok(summary) => {
             eprintln!("fulcrumd: stopped");
             print!("{summary}");

@@ -1,0 +1,159 @@
+//! `fulcrumd --metrics ADDR:PORT`: the counters in OpenMetrics text for Prometheus — services
+//! (with their state as a label), vservers, drops by reason, monitor response times.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::control::Control;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServiceLabels {
+    service: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VserverLabels {
+    vserver: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+/// The current counters as OpenMetrics text.
+pub fn render(control: &Control) -> String {
+    let config = control.config();
+    let tables = control.published.load_full();
+    let mut registry = Registry::with_prefix("fulcrum");
+    let hits = Family::<ServiceLabels, Counter>::default();
+    let packets = Family::<ServiceLabels, Counter>::default();
+    let bytes = Family::<ServiceLabels, Counter>::default();
+    let active = Family::<ServiceLabels, Gauge>::default();
+    let up = Family::<ServiceLabels, Gauge>::default();
+    let response = Family::<ServiceLabels, Gauge<f64, AtomicU64>>::default();
+    let vs_hits = Family::<VserverLabels, Counter>::default();
+    let drops = Family::<ReasonLabels, Counter>::default();
+    let mut service_hits = std::collections::HashMap::new();
+    for (id, svc) in tables.services.iter().enumerate() {
+        let Some(svc) = svc else { continue };
+        let id = id as u32;
+        let t = control.counters.totals(id);
+        let is_up = control.health.is_up(id) && svc.enabled;
+        let labels = ServiceLabels {
+            service: svc.name.clone(),
+            state: if is_up { "UP" } else { "DOWN" }.into(),
+        };
+        hits.get_or_create(&labels).inc_by(t.hits);
+        packets.get_or_create(&labels).inc_by(t.packets);
+        bytes.get_or_create(&labels).inc_by(t.bytes);
+        active.get_or_create(&labels).set(t.active as i64);
+        up.get_or_create(&labels).set(i64::from(is_up));
+        if let Some(us) = control.health.response_time(id) {
+            response.get_or_create(&labels).set(us as f64 / 1e6);
+        }
+        service_hits.insert(svc.name.clone(), t.hits);
+    }
+    for v in config.vservers.values() {
+        let n: u64 = v
+            .bindings
+            .iter()
+            .filter_map(|b| service_hits.get(b.service.as_str()))
+            .sum();
+        vs_hits
+            .get_or_create(&VserverLabels {
+                vserver: v.name.0.clone(),
+                method: v.settings.lb_method.keyword().into(),
+            })
+            .inc_by(n);
+    }
+    for (reason, n) in control.drops.totals().nonzero() {
+        drops
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            })
+            .inc_by(n);
+    }
+    registry.register("service_hits", "New connections sent to the service", hits);
+    registry.register(
+        "service_packets",
+        "Frames forwarded for the service, both directions",
+        packets,
+    );
+    registry.register(
+        "service_bytes",
+        "Bytes forwarded for the service, both directions",
+        bytes,
+    );
+    registry.register(
+        "service_active_transactions",
+        "Open connections of the service",
+        active,
+    );
+    registry.register("service_up", "1 when the service is UP and enabled", up);
+    registry.register(
+        "service_response_time_seconds",
+        "Mean response time of the LRTM monitors",
+        response,
+    );
+    registry.register(
+        "vserver_hits",
+        "New connections of the vserver's services",
+        vs_hits,
+    );
+    registry.register(
+        "drops",
+        "Frames dropped by the data plane, by reason",
+        drops,
+    );
+    let mut out = String::new();
+    if encode(&mut out, &registry).is_err() {
+        out.clear();
+    }
+    out
+}
+
+/// Serves `GET /metrics` (any path) on `addr` until `stop`; returns the bound address.
+pub fn serve(
+    control: Arc<Control>,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+) -> Result<SocketAddr, String> {
+    let listener = TcpListener::bind(addr).map_err(|e| format!("metrics {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    std::thread::Builder::new()
+        .name("fulcrum-metrics".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request);
+                let body = render(&control);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(bound)
+}
