@@ -3,7 +3,7 @@
 //! root); the packages come from scripts/install-deps.sh.
 
 mod common;
-use common::lab::{Lab, VIP, count, sha256};
+use common::lab::{Lab, VIP, backend_name, backend_number, count, sha256};
 
 const SERVICES: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
 add service s1 198.18.0.11 HTTP 80
@@ -68,19 +68,10 @@ fn fifty_megabytes_down_and_up_arrive_byte_identical() {
         down.to_str().unwrap(),
         &format!("http://{VIP}/big.bin"),
     ]);
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
-    let backend = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("x-backend: backend-"))
-        .map(str::trim)
-        .unwrap_or_default()
-        .to_owned();
-    assert!(!backend.is_empty(), "no X-Backend header: {headers}");
+    let backend = backend_number(&out.stdout);
+    assert!(!backend.is_empty(), "no X-Backend header");
     assert_eq!(std::fs::metadata(&down).unwrap().len(), 52_428_800);
-    assert_eq!(
-        sha256(&down),
-        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
-    );
+    lab.assert_same_as_backend_file(&down, &backend);
 
     let up = lab.dir.join("up.bin");
     std::process::Command::new("head")
@@ -207,17 +198,8 @@ fn least_bandwidth_and_least_packets_steer_away_from_a_bulk_transfer() {
         .arg(bulk.id().to_string())
         .status();
     let out = bulk.wait_with_output().unwrap();
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
-    let busy = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("x-backend: "))
-        .map(str::trim)
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        !busy.is_empty(),
-        "bulk transfer had no X-Backend: {headers}"
-    );
+    let busy = backend_name(&out.stdout);
+    assert!(!busy.is_empty(), "no X-Backend header");
     assert_eq!(by_bytes.len(), 12);
     assert_eq!(by_packets.len(), 12);
     assert_eq!(
@@ -302,23 +284,14 @@ fn a_configuration_change_during_a_transfer_does_not_break_it() {
     assert_eq!(count(&names, "backend-2"), 0);
 
     let out = transfer.wait_with_output().unwrap();
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
-    let backend = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("x-backend: backend-"))
-        .map(str::trim)
-        .unwrap_or_default()
-        .to_owned();
-    assert!(!backend.is_empty(), "{headers}");
+    let backend = backend_number(&out.stdout);
+    assert!(!backend.is_empty(), "no X-Backend header");
     assert_eq!(
         std::fs::metadata(&down).unwrap().len(),
         52_428_800,
         "the transfer completed"
     );
-    assert_eq!(
-        sha256(&down),
-        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
-    );
+    lab.assert_same_as_backend_file(&down, &backend);
     let log = lab.stop();
     assert!(log.contains("configuration generation 2 applied"), "{log}");
     assert!(
@@ -358,18 +331,8 @@ bind lb vserver web s3
         down.to_str().unwrap(),
         "http://198.19.0.100/big.bin",
     ]);
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
-    let backend = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("x-backend: backend-"))
-        .map(str::trim)
-        .unwrap_or_default()
-        .to_owned();
-    assert_eq!(
-        sha256(&down),
-        sha256(&lab.dir.join(format!("b{backend}/html/big.bin"))),
-        "across both ports byte for byte"
-    );
+    let backend = backend_number(&out.stdout);
+    lab.assert_same_as_backend_file(&down, &backend);
 }
 
 #[test]
@@ -453,17 +416,8 @@ fn administered_through_fulcrumctl_under_traffic() {
 
     // The transfer survived every change.
     let out = transfer.wait_with_output().unwrap();
-    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
-    let backend = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("x-backend: backend-"))
-        .map(str::trim)
-        .unwrap_or_default()
-        .to_owned();
-    assert_eq!(
-        sha256(&down),
-        sha256(&lab.dir.join(format!("b{backend}/html/big.bin")))
-    );
+    let backend = backend_number(&out.stdout);
+    lab.assert_same_as_backend_file(&down, &backend);
 
     // A non-root peer is refused.
     let sock = lab.socket();

@@ -228,6 +228,36 @@ pub fn sha256(path: &std::path::Path) -> String {
         .to_owned()
 }
 
+/// The backend named in a response's `X-Backend` header (`backend-2`), from curl `-D -` output.
+pub fn backend_name(curl_stdout: &[u8]) -> String {
+    String::from_utf8_lossy(curl_stdout)
+        .to_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("x-backend: "))
+        .map(|v| v.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Only the number of [`backend_name`] (`2`).
+pub fn backend_number(curl_stdout: &[u8]) -> String {
+    backend_name(curl_stdout)
+        .trim_start_matches("backend-")
+        .to_owned()
+}
+
+impl Lab {
+    /// Asserts that `file` holds exactly the 50 MB file backend `number` serves.
+    pub fn assert_same_as_backend_file(&self, file: &std::path::Path, number: &str) {
+        let original = self.dir.join(format!("b{number}/html/big.bin"));
+        assert_eq!(
+            sha256(file),
+            sha256(&original),
+            "{} differs from backend {number}'s file",
+            file.display()
+        );
+    }
+}
+
 pub fn count(names: &[String], name: &str) -> usize {
     names.iter().filter(|n| *n == name).count()
 }
