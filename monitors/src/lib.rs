@@ -1,7 +1,13 @@
 //! # monitors — health and load probes
 //!
-//! Probes (PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP, USER, LOAD and their TLS
-//! variants) will live here as sans-IO state machines driven by the monitor core over smoltcp.
-//! Their configuration — every `add lb monitor` parameter with NetScaler's defaults and the
-//! per-type validation — is already modelled in `ctl::conf::MonitorSettings`.
+//! * [`health`] — probe results → monitor state (retries, failureRetries, successRetries,
+//!   downTime, reverse) and monitor states → service state (monThreshold, weights).
+//! * [`load`] — the CUSTOMLOAD load formula and threshold exclusion; the LRTM mean.
+//!
+//! The probes themselves (PING, TCP, HTTP, ECV, DNS, FTP, USER, LOAD and their TLS variants)
+//! come next as sans-IO state machines driven by the monitor core over smoltcp; their
+//! configuration is already modelled in `ctl::conf::MonitorSettings`.
 #![forbid(unsafe_code)]
+
+pub mod health;
+pub mod load;
