@@ -341,6 +341,11 @@ where
     }
 }
 
+/// A JSON array of `f` over the items.
+fn json_list<T>(items: &[&T], f: impl Fn(&T) -> Value) -> String {
+    Value::from(items.iter().map(|x| f(x)).collect::<Vec<_>>()).to_string()
+}
+
 /// `show <object> [name] [-format json]`.
 pub fn show(
     config: &Config,
@@ -354,12 +359,7 @@ pub fn show(
         Object::LbVserver => {
             let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(
-                    list.iter()
-                        .map(|v| json_vserver(config, v, rt))
-                        .collect::<Vec<_>>(),
-                )
-                .to_string());
+                return Ok(json_list(&list, |v| json_vserver(config, v, rt)));
             }
             for (i, v) in list.iter().enumerate() {
                 if name.is_none() {
@@ -371,12 +371,7 @@ pub fn show(
         Object::Service => {
             let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(
-                    list.iter()
-                        .map(|s| json_service(config, s, rt))
-                        .collect::<Vec<_>>(),
-                )
-                .to_string());
+                return Ok(json_list(&list, |s| json_service(config, s, rt)));
             }
             if name.is_some() {
                 for s in &list {
@@ -510,12 +505,7 @@ pub fn stat(
         Object::LbVserver => {
             let list = pick(config.vservers.values(), name, |v| v.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(
-                    list.iter()
-                        .map(|v| json_vserver(config, v, rt))
-                        .collect::<Vec<_>>(),
-                )
-                .to_string());
+                return Ok(json_list(&list, |v| json_vserver(config, v, rt)));
             }
             if name.is_none() {
                 out.push_str("Virtual Server(s) Summary\n");
@@ -580,12 +570,7 @@ pub fn stat(
         Object::Service => {
             let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
             if json {
-                return Ok(Value::from(
-                    list.iter()
-                        .map(|s| json_service(config, s, rt))
-                        .collect::<Vec<_>>(),
-                )
-                .to_string());
+                return Ok(json_list(&list, |s| json_service(config, s, rt)));
             }
             for s in &list {
                 let st = rt.service(s.name.as_str());

@@ -178,19 +178,7 @@ fn least_bandwidth_and_least_packets_steer_away_from_a_bulk_transfer() {
     );
     lab.start(&conf, 80);
     // A slow bulk download keeps one backend busy for the rest of the test.
-    let bulk = lab.client_spawn(&[
-        "curl",
-        "-s",
-        "-m",
-        "25",
-        "--limit-rate",
-        "4M",
-        "-D",
-        "-",
-        "-o",
-        "/dev/null",
-        &format!("http://{VIP}:81/big.bin"),
-    ]);
+    let bulk = lab.spawn_download(81, "4M", std::path::Path::new("/dev/null"), 25);
     std::thread::sleep(std::time::Duration::from_secs(2));
     let by_bytes = lab.curl_new_connections(81, "/", 12);
     let by_packets = lab.curl_new_connections(82, "/", 12);
@@ -250,19 +238,7 @@ fn a_configuration_change_during_a_transfer_does_not_break_it() {
     let mut lab = Lab::up("cfg", 3);
     lab.start(&config("ROUNDROBIN"), 80);
     let down = lab.dir.join("down.bin");
-    let transfer = lab.client_spawn(&[
-        "curl",
-        "-s",
-        "-m",
-        "60",
-        "--limit-rate",
-        "8M",
-        "-D",
-        "-",
-        "-o",
-        down.to_str().unwrap(),
-        &format!("http://{VIP}/big.bin"),
-    ]);
+    let transfer = lab.spawn_download(80, "8M", &down, 60);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // Another method, one service gone from the vserver, weights changed; the transfer's
     // service may be the one unbound: its established flow must not notice.
@@ -340,19 +316,7 @@ fn administered_through_fulcrumctl_under_traffic() {
     let mut lab = Lab::up("ctl", 3);
     lab.start(&config("ROUNDROBIN"), 80);
     let down = lab.dir.join("down.bin");
-    let transfer = lab.client_spawn(&[
-        "curl",
-        "-s",
-        "-m",
-        "60",
-        "--limit-rate",
-        "10M",
-        "-D",
-        "-",
-        "-o",
-        down.to_str().unwrap(),
-        &format!("http://{VIP}/big.bin"),
-    ]);
+    let transfer = lab.spawn_download(80, "10M", &down, 60);
     std::thread::sleep(std::time::Duration::from_millis(1000));
     // A script of changes while the transfer runs; the batch stops at the first error.
     let script = lab.dir.join("changes.conf");

@@ -194,6 +194,33 @@ impl Lab {
             .unwrap()
     }
 
+    /// Starts downloading `/big.bin` through the VIP at `rate` (curl's `--limit-rate`) into
+    /// `out`, bounded by `max_secs`; the response headers go to the child's stdout.
+    pub fn spawn_download(
+        &self,
+        port: u16,
+        rate: &str,
+        out: &std::path::Path,
+        max_secs: u32,
+    ) -> Child {
+        let url = format!("http://{}:{port}/big.bin", self.vip);
+        let secs = max_secs.to_string();
+        let out = out.to_string_lossy();
+        self.client_spawn(&[
+            "curl",
+            "-s",
+            "-m",
+            &secs,
+            "--limit-rate",
+            rate,
+            "-D",
+            "-",
+            "-o",
+            &out,
+            &url,
+        ])
+    }
+
     /// `n` requests, each on a new connection; returns the backend names in order.
     pub fn curl_new_connections(&self, port: u16, path: &str, n: usize) -> Vec<String> {
         let url = format!("http://{}:{port}{path}", self.vip);
