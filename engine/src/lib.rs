@@ -10,7 +10,8 @@ pub mod control;
 pub mod counters;
 pub mod daemon;
 pub mod flow;
-pub mod health;
+/// What the monitor core publishes (lives in the monitors crate).
+pub use monitors::publish as health;
 pub mod lb;
 pub mod metrics;
 pub mod nat;

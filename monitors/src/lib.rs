@@ -3,6 +3,7 @@
 //! * [`health`] — probe results → monitor state (retries, failureRetries, successRetries,
 //!   downTime, reverse) and monitor states → service state (monThreshold, weights).
 //! * [`load`] — the CUSTOMLOAD load formula and threshold exclusion; the LRTM mean.
+//! * [`publish`] — what the monitor core publishes to the workers, lock-free.
 //!
 //! The probes themselves (PING, TCP, HTTP, ECV, DNS, FTP, USER, LOAD and their TLS variants)
 //! come next as sans-IO state machines driven by the monitor core over smoltcp; their
@@ -11,3 +12,4 @@
 
 pub mod health;
 pub mod load;
+pub mod publish;

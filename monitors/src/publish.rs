@@ -1,9 +1,11 @@
 //! What the monitor core publishes per service, read lock-free by the workers: UP/DOWN,
-//! the LRTM response time and the CUSTOMLOAD load. Until monitors run, services are UP.
+//! the LRTM response time and the CUSTOMLOAD load. A service is UP until a monitor says
+//! otherwise (services without monitors, `-healthMonitor NO`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use crate::lb::ServiceId;
+/// Index of a service in the engine's runtime tables.
+pub type ServiceId = u32;
 
 const NONE: u64 = u64::MAX;
 
