@@ -182,6 +182,10 @@ pub fn run(
     let clock = Instant::now();
     let mut handles = Vec::new();
     let mut opened = Vec::new();
+    // Rings between the workers and the monitor core (SPEC §1): frames for it, frames from it.
+    let (to_monitor, monitor_rx) = crossbeam_channel::bounded::<Vec<u8>>(4096);
+    let (monitor_tx, from_monitor) = crossbeam_channel::bounded::<Vec<u8>>(4096);
+    let mut from_monitor = Some(from_monitor);
     for (w, writer, port_configs) in plans {
         let ports = port_configs
             .iter()
@@ -201,9 +205,14 @@ pub fn run(
         });
         let mut worker = worker;
         worker.share_drops(Arc::clone(&drops));
+        worker.attach_monitor();
         let core = profile.cores.workers[w];
         let stop = Arc::clone(&stop);
         let published = Arc::clone(&published);
+        let monitor = MonitorRings {
+            to: to_monitor.clone(),
+            from: from_monitor.take(),
+        };
         let handle = std::thread::Builder::new()
             .name(format!("fulcrum-w{w}"))
             .spawn(move || {
@@ -212,7 +221,7 @@ pub fn run(
                         "fulcrumd: worker {w} could not be pinned to CPU {core}; running unpinned"
                     );
                 }
-                worker_loop(worker, ports, &stop, &published, clock)
+                worker_loop(worker, ports, &stop, &published, &monitor, clock)
             })
             .map_err(|e| DaemonError(format!("cannot start worker {w}: {e}")))?;
         handles.push(handle);
@@ -223,6 +232,20 @@ pub fn run(
         profile.name
     );
 
+    let mac = macs.first().copied().unwrap_or_default();
+    let device = monitors::core::ChannelDevice {
+        rx: monitor_rx,
+        tx: monitor_tx,
+    };
+    let monitor_thread = crate::monitoring::spawn(
+        Arc::clone(&control),
+        device,
+        mac,
+        profile.cores.monitor,
+        Arc::clone(&stop),
+        clock,
+    )
+    .map_err(|e| DaemonError(format!("cannot start the monitor core: {e}")))?;
     let server =
         control::serve(Arc::clone(&control), socket, Arc::clone(&stop)).map_err(DaemonError);
     let server = match server {
@@ -256,6 +279,7 @@ pub fn run(
         let _ = server.join();
     }
 
+    let _ = monitor_thread.join();
     let mut summary = RunSummary::default();
     for h in handles {
         if let Ok(w) = h.join() {
@@ -287,11 +311,19 @@ pub fn run(
 }
 
 /// The worker's loop: reclaim, receive, decide, transmit, refill — per port, per burst.
+/// A worker's ends of the monitor core's rings; `from` only on the worker that transmits
+/// for the monitor core.
+struct MonitorRings {
+    to: crossbeam_channel::Sender<Vec<u8>>,
+    from: Option<crossbeam_channel::Receiver<Vec<u8>>>,
+}
+
 fn worker_loop(
     mut worker: Worker,
     mut ports: Vec<XskPort>,
     stop: &AtomicBool,
     published: &ArcSwap<Tables>,
+    monitor: &MonitorRings,
     clock: Instant,
 ) -> Worker {
     let mut idle_rounds = 0u32;
@@ -331,12 +363,34 @@ fn worker_loop(
                             }
                             ports[i].recycle(frame);
                         }
+                        Verdict::ToMonitor => {
+                            // Monitor traffic is light: a copy into the ring is fine here.
+                            let _ = monitor.to.try_send(xsk::frame_bytes(&mut frame).to_vec());
+                            ports[i].recycle(frame);
+                        }
                         Verdict::Consumed | Verdict::Drop(_) => ports[i].recycle(frame),
                     }
                 }
             }
             ports[i].flush(BATCH);
             ports[i].refill(BATCH);
+        }
+        if let Some(from) = &monitor.from {
+            for mut frame in from.try_iter().take(BATCH) {
+                match worker.route_monitor_frame(&mut frame, None) {
+                    Some(out) => {
+                        if let Some(p) = ports.get_mut(out) {
+                            p.send_copy(&frame);
+                        }
+                    }
+                    None => {
+                        for (out, port) in ports.iter_mut().enumerate() {
+                            worker.route_monitor_frame(&mut frame, Some(out));
+                            port.send_copy(&frame);
+                        }
+                    }
+                }
+            }
         }
         worker.drain_outbox(|out, bytes| {
             if let Some(p) = ports.get_mut(out) {

@@ -14,6 +14,7 @@ pub mod flow;
 pub use monitors::publish as health;
 pub mod lb;
 pub mod metrics;
+pub mod monitoring;
 pub mod nat;
 pub mod neigh;
 pub mod profile;

@@ -99,6 +99,8 @@ pub enum Verdict {
     },
     /// Handled without sending it on (an ARP reply learned).
     Consumed,
+    /// For the monitor core: replies to its probes, ARP replies it needs too.
+    ToMonitor,
     Drop(DropReason),
 }
 

@@ -129,6 +129,8 @@ pub struct Worker {
     pub drops: DropCounters,
     pub stats: WorkerStats,
     shared_drops: Option<Arc<SharedDrops>>,
+    /// A monitor core runs: its frames are handed over instead of dropped.
+    monitor: bool,
 }
 
 /// What a worker needs at creation.
@@ -163,6 +165,7 @@ impl Worker {
             drops: DropCounters::default(),
             stats: WorkerStats::default(),
             shared_drops: None,
+            monitor: false,
         };
         w.set_tables(setup.tables);
         w
@@ -252,6 +255,12 @@ impl Worker {
                 *st = match self.flows.lookup(&flow_key(&ip)) {
                     Some((slot, side)) => Stage::Forward(ip, slot, side),
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
+                    None if snip_bound
+                        && self.monitor
+                        && crate::nat::MONITOR_PORTS.contains(&ip.dst_port) =>
+                    {
+                        Stage::Done(Verdict::ToMonitor)
+                    }
                     None if snip_bound => Stage::Done(Verdict::Drop(DropReason::NoMonitorCore)),
                     None => Stage::New(ip),
                 };
@@ -281,7 +290,7 @@ impl Worker {
             match verdict {
                 Verdict::Drop(r) => self.drops.count(r),
                 Verdict::Tx { .. } => self.stats.tx += 1,
-                Verdict::Consumed => {}
+                Verdict::Consumed | Verdict::ToMonitor => {}
             }
             verdicts[i] = verdict;
         }
@@ -296,7 +305,11 @@ impl Worker {
                 .learn(arp.sender_ip, arp.sender_mac, in_port, now_ms);
         }
         if !arp.request {
-            return Verdict::Consumed;
+            return if self.monitor {
+                Verdict::ToMonitor
+            } else {
+                Verdict::Consumed
+            };
         }
         match (self.tables.local(arp.target_ip), self.macs.get(in_port)) {
             (Some(_), Some(&mac)) => {
@@ -313,6 +326,9 @@ impl Worker {
             return Stage::Done(Verdict::Drop(DropReason::NotForUs));
         };
         if ip.proto == Proto::Icmp {
+            if !ip.echo_request && self.monitor && local.kind == ctl::conf::IpType::Snip {
+                return Stage::Done(Verdict::ToMonitor); // echo replies to PING monitors
+            }
             return Stage::Done(match (ip.echo_request, self.macs.get(in_port)) {
                 (true, Some(&mac)) => {
                     let peer = src_mac(frame);
@@ -469,6 +485,35 @@ impl Worker {
 
     /// Periodic work between bursts: expire idle flows, rotate counter windows, ask for the
     /// next hops of services not resolved yet (once a second).
+    /// Hands the monitor core its frames (SNIP traffic on the monitor ports, ICMP to the
+    /// SNIP, ARP replies) as [`Verdict::ToMonitor`].
+    pub fn attach_monitor(&mut self) {
+        self.monitor = true;
+    }
+
+    /// The port a frame built by the monitor core leaves on: toward the neighbour that holds
+    /// its destination, or every port (`None`) for broadcasts and unknown destinations. Sets
+    /// the Ethernet (and ARP sender) address to that port's MAC.
+    pub fn route_monitor_frame(&self, frame: &mut [u8], port: Option<usize>) -> Option<usize> {
+        let chosen = port.or_else(|| match wire::parse(frame) {
+            Ok(Packet::Ipv4(ip)) => self.neigh.get(ip.dst).map(|n| n.port),
+            _ => None,
+        });
+        if let (Some(p), true) = (chosen, frame.len() >= 14)
+            && let Some(mac) = self.macs.get(p)
+        {
+            frame[6..12].copy_from_slice(mac);
+            if frame[12..14] == [0x08, 0x06] && frame.len() >= 28 {
+                frame[22..28].copy_from_slice(mac);
+            }
+        }
+        chosen
+    }
+
+    pub fn ports(&self) -> usize {
+        self.macs.len()
+    }
+
     /// Publishes this worker's drop counters there at every housekeeping call.
     pub fn share_drops(&mut self, shared: Arc<SharedDrops>) {
         self.shared_drops = Some(shared);

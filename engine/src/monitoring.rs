@@ -1,0 +1,113 @@
+//! Runs the monitor core (monitors crate) for the daemon: builds its probe targets from the
+//! configuration and the tables' service ids, and follows configuration generations.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ctl::conf::{Config, MonitorType};
+use ctl::value::Port;
+use ctl::value::RespCodes;
+use monitors::core::{ChannelDevice, MonitorCore, ProbeKind, Target};
+use monitors::health::Timers;
+
+use crate::control::Control;
+use crate::tables::Tables;
+
+/// The probe targets of a configuration: every enabled TCP or HTTP monitor bound (or
+/// defaulted) to a service the tables know. Other monitor types are not probed yet.
+pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
+    let mut out = Vec::new();
+    for (id, rt) in tables.services.iter().enumerate() {
+        let Some(rt) = rt else { continue };
+        let Some(svc) = config.services.get(rt.name.as_str()) else {
+            continue;
+        };
+        for (monitor, binding) in config.effective_monitors(svc) {
+            let st = &monitor.settings;
+            if st.secure.is_yes() {
+                continue;
+            }
+            let kind = match monitor.monitor_type {
+                MonitorType::Tcp => ProbeKind::Tcp,
+                MonitorType::Http => ProbeKind::Http {
+                    request: st
+                        .http_request
+                        .as_ref()
+                        .map_or_else(|| "HEAD /".to_owned(), |t| t.0.clone()),
+                    codes: st.resp_code.clone().unwrap_or(RespCodes(vec![(200, 200)])),
+                },
+                _ => continue,
+            };
+            let port = match (st.dest_port, svc.port) {
+                (Some(p), _) => p.get() as u16,
+                (None, Port::Number(p)) => p,
+                (None, Port::Any) => continue,
+            };
+            let addr = match st.dest_ip {
+                Some(IpAddr::V4(a)) => a,
+                Some(IpAddr::V6(_)) => continue,
+                None => rt.addr,
+            };
+            out.push(Target {
+                service: id as u32,
+                monitor: monitor.name.0.clone(),
+                addr,
+                port,
+                kind,
+                timers: Timers::from(st),
+                weight: binding.weight.get() as u32,
+                enabled: binding.mon_state.is_enabled() && st.state.is_enabled(),
+                lrtm: st.lrtm.is_enabled(),
+                mon_threshold: svc.settings.mon_threshold.get() as u32,
+            });
+        }
+    }
+    out
+}
+
+fn snips(tables: &Tables) -> Vec<(Ipv4Addr, u8)> {
+    tables
+        .snips()
+        .map(|s| (s.addr, s.mask.count_ones() as u8))
+        .collect()
+}
+
+/// The monitor core's thread: probes, follows new generations, stops with the daemon.
+pub fn spawn(
+    control: Arc<Control>,
+    device: ChannelDevice,
+    mac: [u8; 6],
+    cpu: usize,
+    stop: Arc<AtomicBool>,
+    clock: Instant,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("fulcrum-monitor".into())
+        .spawn(move || {
+            if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                eprintln!("fulcrumd: the monitor core could not be pinned to CPU {cpu}");
+            }
+            let now = || clock.elapsed().as_millis() as u64;
+            let mut tables = control.published.load_full();
+            let mut core = MonitorCore::new(
+                mac,
+                &snips(&tables),
+                device,
+                Arc::clone(&control.health),
+                crate::nat::MONITOR_PORTS,
+                now(),
+            );
+            core.set_targets(targets(&control.config(), &tables), now());
+            while !stop.load(Ordering::Relaxed) {
+                let current = control.published.load_full();
+                if !Arc::ptr_eq(&current, &tables) {
+                    tables = current;
+                    core.set_targets(targets(&control.config(), &tables), now());
+                }
+                core.poll(now());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+}

@@ -1,0 +1,360 @@
+//! The monitor core: one smoltcp interface holding the SNIPs, fed by the workers through a
+//! bounded channel (frames for the SNIP's monitor ports, ICMP to it, ARP replies) and sending
+//! through a worker; it runs every probe and publishes service state and LRTM response times.
+//!
+//! Probes so far: TCP (SYN → SYN+ACK) and HTTP (request on the established connection →
+//! status line, checked against `-respCode`). Other monitor types are not probed yet: their
+//! services keep their published state (UP).
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use ctl::value::RespCodes;
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
+use smoltcp::socket::tcp;
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+
+use crate::health::{BindingHealth, MonitorState, Timers, service_up};
+use crate::publish::{ServiceHealth, ServiceId};
+
+/// Frames between the workers and the monitor core.
+#[derive(Debug)]
+pub struct ChannelDevice {
+    pub rx: Receiver<Vec<u8>>,
+    pub tx: Sender<Vec<u8>>,
+}
+
+#[derive(Debug)]
+pub struct FrameRx(Vec<u8>);
+
+#[derive(Debug)]
+pub struct FrameTx<'a>(&'a Sender<Vec<u8>>);
+
+impl RxToken for FrameRx {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl TxToken for FrameTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut frame = vec![0; len];
+        let r = f(&mut frame);
+        // A full ring drops the frame: probes time out and retry, nothing blocks.
+        let _ = self.0.try_send(frame);
+        r
+    }
+}
+
+impl Device for ChannelDevice {
+    type RxToken<'a> = FrameRx;
+    type TxToken<'a> = FrameTx<'a>;
+
+    fn receive(&mut self, _: Instant) -> Option<(FrameRx, FrameTx<'_>)> {
+        self.rx
+            .try_recv()
+            .ok()
+            .map(|f| (FrameRx(f), FrameTx(&self.tx)))
+    }
+
+    fn transmit(&mut self, _: Instant) -> Option<FrameTx<'_>> {
+        Some(FrameTx(&self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut c = DeviceCapabilities::default();
+        c.medium = Medium::Ethernet;
+        c.max_transmission_unit = 1514;
+        c
+    }
+}
+
+/// What a probe checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// Connection established (SYN+ACK received).
+    Tcp,
+    /// `request` sent on the connection; the status code must be in `codes`.
+    Http { request: String, codes: RespCodes },
+}
+
+/// A monitor bound to a service: where and how to probe, and how results count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub service: ServiceId,
+    /// Identifies the binding across configuration generations.
+    pub monitor: String,
+    pub addr: Ipv4Addr,
+    pub port: u16,
+    pub kind: ProbeKind,
+    pub timers: Timers,
+    pub weight: u32,
+    pub enabled: bool,
+    pub lrtm: bool,
+    /// The service's `-monThreshold`.
+    pub mon_threshold: u32,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Connecting,
+    Sent { at: u64, reply: Vec<u8> },
+}
+
+#[derive(Debug)]
+struct Probe {
+    handle: SocketHandle,
+    started: u64,
+    phase: Phase,
+}
+
+#[derive(Debug)]
+struct Binding {
+    target: Target,
+    health: BindingHealth,
+    probe: Option<Probe>,
+    last_response_us: Option<u64>,
+}
+
+/// The monitor core's state; [`MonitorCore::poll`] is called in its loop.
+pub struct MonitorCore {
+    iface: Interface,
+    device: ChannelDevice,
+    sockets: SocketSet<'static>,
+    bindings: Vec<Binding>,
+    health: Arc<ServiceHealth>,
+    next_port: u16,
+    ports: std::ops::Range<u16>,
+}
+
+impl std::fmt::Debug for MonitorCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MonitorCore({} bindings)", self.bindings.len())
+    }
+}
+
+fn at(ms: u64) -> Instant {
+    Instant::from_millis(ms as i64)
+}
+
+impl MonitorCore {
+    /// A monitor core answering for `snips` (address, prefix length), probing from local
+    /// ports in `ports`.
+    pub fn new(
+        mac: [u8; 6],
+        snips: &[(Ipv4Addr, u8)],
+        mut device: ChannelDevice,
+        health: Arc<ServiceHealth>,
+        ports: std::ops::Range<u16>,
+        now: u64,
+    ) -> Self {
+        let config = Config::new(EthernetAddress(mac).into());
+        let mut iface = Interface::new(config, &mut device, at(now));
+        iface.update_ip_addrs(|addrs| {
+            for (ip, prefix) in snips {
+                let _ = addrs.push(IpCidr::new(IpAddress::Ipv4(*ip), *prefix));
+            }
+        });
+        Self {
+            iface,
+            device,
+            sockets: SocketSet::new(Vec::new()),
+            bindings: Vec::new(),
+            health,
+            next_port: ports.start,
+            ports,
+        }
+    }
+
+    /// Replaces the probe targets (a new configuration generation); bindings that stay keep
+    /// their state and counts.
+    pub fn set_targets(&mut self, targets: Vec<Target>, now: u64) {
+        let mut old: HashMap<(ServiceId, String), Binding> = self
+            .bindings
+            .drain(..)
+            .map(|b| ((b.target.service, b.target.monitor.clone()), b))
+            .collect();
+        for target in targets {
+            let binding = match old.remove(&(target.service, target.monitor.clone())) {
+                Some(mut b) if b.target.addr == target.addr && b.target.port == target.port => {
+                    b.target = target;
+                    b
+                }
+                _ => Binding {
+                    health: BindingHealth::new(target.timers, now),
+                    target,
+                    probe: None,
+                    last_response_us: None,
+                },
+            };
+            self.bindings.push(binding);
+        }
+        for (_, b) in old {
+            if let Some(p) = b.probe {
+                self.sockets.remove(p.handle);
+            }
+        }
+        let services: Vec<ServiceId> = self.bindings.iter().map(|b| b.target.service).collect();
+        for s in services {
+            self.publish(s);
+        }
+    }
+
+    pub fn state_of(&self, service: ServiceId, monitor: &str) -> Option<MonitorState> {
+        self.bindings
+            .iter()
+            .find(|b| b.target.service == service && b.target.monitor == monitor)
+            .map(|b| b.health.state())
+    }
+
+    fn local_port(&mut self) -> u16 {
+        let p = self.next_port;
+        self.next_port = if p + 1 >= self.ports.end {
+            self.ports.start
+        } else {
+            p + 1
+        };
+        p
+    }
+
+    /// One round: exchange frames, start the probes that are due, advance the running ones.
+    pub fn poll(&mut self, now: u64) {
+        self.iface
+            .poll(at(now), &mut self.device, &mut self.sockets);
+        for i in 0..self.bindings.len() {
+            if !self.bindings[i].target.enabled {
+                continue;
+            }
+            if self.bindings[i].probe.is_none() && self.bindings[i].health.poll_timeout() <= now {
+                self.start(i, now);
+            }
+            if let Some(result) = self.step(i, now) {
+                self.finish(i, now, result);
+            }
+        }
+        self.iface
+            .poll(at(now), &mut self.device, &mut self.sockets);
+    }
+
+    fn start(&mut self, i: usize, now: u64) {
+        let local = self.local_port();
+        let mut socket = tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0; 4096]),
+            tcp::SocketBuffer::new(vec![0; 4096]),
+        );
+        let (addr, port) = (self.bindings[i].target.addr, self.bindings[i].target.port);
+        if socket
+            .connect(self.iface.context(), (IpAddress::Ipv4(addr), port), local)
+            .is_err()
+        {
+            self.bindings[i].health.record(now, false);
+            return;
+        }
+        let handle = self.sockets.add(socket);
+        self.bindings[i].probe = Some(Probe {
+            handle,
+            started: now,
+            phase: Phase::Connecting,
+        });
+    }
+
+    /// `Some((passed, response time in µs))` once the probe has a result.
+    fn step(&mut self, i: usize, now: u64) -> Option<(bool, u64)> {
+        let b = &mut self.bindings[i];
+        let probe = b.probe.as_mut()?;
+        let deadline = probe.started + b.health.resp_timeout();
+        let socket = self.sockets.get_mut::<tcp::Socket>(probe.handle);
+        let state = socket.state();
+        if matches!(state, tcp::State::Closed | tcp::State::TimeWait)
+            && matches!(probe.phase, Phase::Connecting)
+        {
+            return Some((false, 0)); // refused (RST) or never reachable
+        }
+        match (&b.target.kind, &mut probe.phase) {
+            (ProbeKind::Tcp, Phase::Connecting) if state == tcp::State::Established => {
+                Some((true, (now - probe.started) * 1000))
+            }
+            (ProbeKind::Http { request, .. }, Phase::Connecting)
+                if state == tcp::State::Established =>
+            {
+                let text = format!(
+                    "{request} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    b.target.addr
+                );
+                if socket.send_slice(text.as_bytes()).is_err() {
+                    return Some((false, 0));
+                }
+                probe.phase = Phase::Sent {
+                    at: now,
+                    reply: Vec::new(),
+                };
+                None
+            }
+            (ProbeKind::Http { codes, .. }, Phase::Sent { at, reply }) => {
+                let mut buf = [0u8; 1024];
+                while socket.can_recv() {
+                    match socket.recv_slice(&mut buf) {
+                        Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                if let Some(end) = reply.windows(2).position(|w| w == b"\r\n") {
+                    let line = String::from_utf8_lossy(&reply[..end]);
+                    let code = line
+                        .split_whitespace()
+                        .nth(1)
+                        .and_then(|c| c.parse::<u16>().ok());
+                    return Some((code.is_some_and(|c| codes.contains(c)), (now - *at) * 1000));
+                }
+                (now >= deadline || !socket.may_recv()).then_some((false, 0))
+            }
+            _ => (now >= deadline).then_some((false, 0)),
+        }
+    }
+
+    fn finish(&mut self, i: usize, now: u64, (passed, response_us): (bool, u64)) {
+        let b = &mut self.bindings[i];
+        if let Some(p) = b.probe.take() {
+            self.sockets.get_mut::<tcp::Socket>(p.handle).abort();
+            // Let the RST leave before the socket goes away.
+            self.iface
+                .poll(at(now), &mut self.device, &mut self.sockets);
+            self.sockets.remove(p.handle);
+        }
+        if passed {
+            b.last_response_us = Some(response_us.max(1));
+        }
+        let changed = b.health.record(now, passed).is_some();
+        let service = b.target.service;
+        if changed || passed {
+            self.publish(service);
+        }
+    }
+
+    /// Publishes a service's state (from all its bindings) and LRTM response time.
+    fn publish(&self, service: ServiceId) {
+        let mine: Vec<&Binding> = self
+            .bindings
+            .iter()
+            .filter(|b| b.target.service == service)
+            .collect();
+        let Some(first) = mine.first() else { return };
+        let states: Vec<(u32, bool, MonitorState)> = mine
+            .iter()
+            .map(|b| (b.target.weight, b.target.enabled, b.health.state()))
+            .collect();
+        self.health
+            .set_up(service, service_up(&states, first.target.mon_threshold));
+        let samples: Vec<Option<u64>> = mine
+            .iter()
+            .filter(|b| b.target.lrtm)
+            .map(|b| b.last_response_us)
+            .collect();
+        self.health
+            .set_response_time(service, crate::load::mean_response(&samples));
+    }
+}
