@@ -290,7 +290,8 @@ impl Worker {
             match verdict {
                 Verdict::Drop(r) => self.drops.count(r),
                 Verdict::Tx { .. } => self.stats.tx += 1,
-                Verdict::Consumed | Verdict::ToMonitor => {}
+                Verdict::ToMonitor => self.address_to_monitor(frames[i].bytes()),
+                Verdict::Consumed => {}
             }
             verdicts[i] = verdict;
         }
@@ -508,6 +509,18 @@ impl Worker {
             }
         }
         chosen
+    }
+
+    /// The monitor core has one MAC (port 0's): frames that reached another port are
+    /// readdressed to it, so its stack accepts them.
+    fn address_to_monitor(&self, frame: &mut [u8]) {
+        let Some(mac) = self.macs.first() else { return };
+        if frame.len() >= 14 {
+            frame[0..6].copy_from_slice(mac);
+            if frame[12..14] == [0x08, 0x06] && frame.len() >= 38 {
+                frame[32..38].copy_from_slice(mac);
+            }
+        }
     }
 
     pub fn ports(&self) -> usize {

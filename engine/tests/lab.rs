@@ -409,3 +409,53 @@ fn administered_through_fulcrumctl_under_traffic() {
         String::from_utf8_lossy(&lab.ctl(&["show", "ns", "runningConfig"]).stdout).into_owned();
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_stopped_backend_goes_down_within_its_monitor_bounds_and_comes_back() {
+    use std::time::Duration;
+    let mut lab = Lab::up("mon", 3);
+    let conf = format!(
+        "{SERVICES}add lb monitor h1 HTTP -httpRequest \"GET /\" -interval 1 -resptimeout 500 MSEC -retries 2 -successRetries 2 -downTime 2 -LRTM ENABLED
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+bind service s1 -monitorName h1
+bind service s2 -monitorName h1
+bind service s3 -monitorName h1
+"
+    );
+    lab.start(&conf, 80);
+    for s in ["s1", "s2", "s3"] {
+        assert!(
+            lab.wait_service_state(s, "UP", Duration::from_secs(5))
+                .is_some(),
+            "{s} never came UP"
+        );
+    }
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(
+        show.contains("Response Time:"),
+        "LRTM monitors report response times: {show}"
+    );
+
+    lab.stop_backend(2);
+    // DOWN within retries × interval + resptimeout (2 × 1 s + 0.5 s), plus the poll period.
+    let took = lab
+        .wait_service_state("s2", "DOWN", Duration::from_secs(6))
+        .expect("s2 never went DOWN");
+    assert!(took <= Duration::from_millis(3200), "DOWN after {took:?}");
+    let names = lab.curl_new_connections(80, "/", 30);
+    assert_eq!(names.len(), 30, "no request failed: {names:?}");
+    assert_eq!(count(&names, "backend-2"), 0);
+
+    lab.start_backend(2);
+    // UP after successRetries (2) probes, one per downTime... which is 30 s by default: the
+    // first probe after DOWN waits downTime, so bound it by downTime + interval.
+    let took = lab
+        .wait_service_state("s2", "UP", Duration::from_secs(40))
+        .expect("s2 never came back UP");
+    assert!(took <= Duration::from_secs(33), "UP after {took:?}");
+    let names = lab.curl_new_connections(80, "/", 30);
+    assert_eq!(count(&names, "backend-2"), 10, "{names:?}");
+}

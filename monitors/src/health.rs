@@ -123,12 +123,15 @@ impl BindingHealth {
         } else if down && before != MonitorState::Down {
             self.state = MonitorState::Down;
         }
-        self.next_probe = now
-            + if self.state == MonitorState::Down {
-                self.timers.down_time
-            } else {
-                self.timers.interval
-            };
+        // While DOWN a failing service is probed every downTime; once a probe passes, the next
+        // ones come at the interval so successRetries can bring it back without waiting
+        // downTime each time.
+        let wait = if self.state == MonitorState::Down && !ok {
+            self.timers.down_time
+        } else {
+            self.timers.interval
+        };
+        self.next_probe = now + wait;
         (self.state != before).then_some(self.state)
     }
 }
@@ -189,6 +192,29 @@ mod tests {
         assert_eq!(h.record(t, true), Some(Up));
         assert_eq!(h.poll_timeout(), t + 5000);
         assert_eq!((h.probes, h.failed_probes), (8, 5));
+    }
+
+    #[test]
+    fn recovery_probes_at_the_interval_once_a_probe_passes() {
+        let mut h = BindingHealth::new(
+            Timers {
+                success_retries: 2,
+                ..timers()
+            },
+            0,
+        );
+        use MonitorState::*;
+        run(&mut h, "SSFFF");
+        assert_eq!(h.state(), Down);
+        let t = h.poll_timeout();
+        h.record(t, true);
+        assert_eq!(
+            (h.state(), h.poll_timeout()),
+            (Down, t + 5000),
+            "one success: still DOWN, next at the interval"
+        );
+        h.record(t + 5000, true);
+        assert_eq!(h.state(), Up);
     }
 
     #[test]

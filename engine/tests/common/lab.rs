@@ -26,6 +26,8 @@ pub struct Lab {
     pub vip: &'static str,
     profile: PathBuf,
     daemon: Option<Child>,
+    /// Backends restarted by a test: reaped at teardown.
+    restarted: std::cell::RefCell<Vec<Child>>,
     _serial: MutexGuard<'static, ()>,
 }
 
@@ -79,6 +81,7 @@ impl Lab {
             vip: if two_arm { "198.19.0.100" } else { VIP },
             profile: profile(if two_arm { "lab-veth-2arm" } else { "lab-veth" }),
             daemon: None,
+            restarted: std::cell::RefCell::new(Vec::new()),
             _serial: serial,
         };
         let arms = if two_arm { "twoarm" } else { "onearm" };
@@ -219,6 +222,68 @@ impl Lab {
             &out,
             &url,
         ])
+    }
+
+    /// Stops backend `n`'s nginx (by the PID the lab recorded).
+    pub fn stop_backend(&self, n: usize) {
+        let pids = std::fs::read_to_string(self.dir.join("pids")).unwrap();
+        // The lab records, per backend, its nginx then its socat.
+        let pid = pids
+            .lines()
+            .nth((n - 1) * 2)
+            .expect("backend pid")
+            .trim()
+            .to_owned();
+        run(Command::new("kill").arg(&pid));
+        for _ in 0..50 {
+            if !Command::new("kill")
+                .args(["-0", &pid])
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Starts backend `n`'s nginx again; its PID joins the lab's list (teardown stops it).
+    pub fn start_backend(&self, n: usize) {
+        let d = self.dir.join(format!("b{n}"));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(&format!("b{n}")), "nginx", "-e"])
+            .arg(d.join("error.log"))
+            .arg("-c")
+            .arg(d.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut pids = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("pids"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(pids, "{}", child.id()).unwrap();
+    }
+
+    /// Polls `show service NAME` until its state line says `state`; returns how long it took.
+    pub fn wait_service_state(&self, name: &str, state: &str, limit: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            let out = self.ctl(&["show", "service", name]);
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.trim() == format!("State: {state}"))
+            {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
     }
 
     /// `n` requests, each on a new connection; returns the backend names in order.
