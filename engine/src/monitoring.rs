@@ -15,8 +15,8 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
-/// The probe targets of a configuration: every enabled TCP or HTTP monitor bound (or
-/// defaulted) to a service the tables know. Other monitor types are not probed yet.
+/// The probe targets of a configuration: every TCP, HTTP, TCP-ECV or HTTP-ECV monitor bound
+/// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
     for (id, rt) in tables.services.iter().enumerate() {
@@ -37,6 +37,19 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .as_ref()
                         .map_or_else(|| "HEAD /".to_owned(), |t| t.0.clone()),
                     codes: st.resp_code.clone().unwrap_or(RespCodes(vec![(200, 200)])),
+                },
+                MonitorType::TcpEcv | MonitorType::HttpEcv => ProbeKind::Ecv {
+                    send: st
+                        .send
+                        .as_ref()
+                        .map(|t| monitors::core::unescape(&t.0))
+                        .unwrap_or_default(),
+                    recv: st
+                        .recv
+                        .as_ref()
+                        .map(|t| monitors::core::unescape(&t.0))
+                        .unwrap_or_default(),
+                    http: monitor.monitor_type == MonitorType::HttpEcv,
                 },
                 _ => continue,
             };

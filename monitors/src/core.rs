@@ -80,6 +80,38 @@ pub enum ProbeKind {
     Tcp,
     /// `request` sent on the connection; the status code must be in `codes`.
     Http { request: String, codes: RespCodes },
+    /// `send` written on the connection (HTTP-ECV: an HTTP request line); the answer must
+    /// contain `recv`.
+    Ecv {
+        send: Vec<u8>,
+        recv: Vec<u8>,
+        http: bool,
+    },
+}
+
+/// The escapes operators type in send/receive strings (`\r\n`, `\t`, `\\`).
+pub fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut b = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some('r') => out.push(b'\r'),
+            Some('n') => out.push(b'\n'),
+            Some('t') => out.push(b'\t'),
+            Some('\\') | None => out.push(b'\\'),
+            Some(other) => {
+                out.push(b'\\');
+                let mut b = [0; 4];
+                out.extend_from_slice(other.encode_utf8(&mut b).as_bytes());
+            }
+        }
+    }
+    out
 }
 
 /// A monitor bound to a service: where and how to probe, and how results count.
@@ -294,6 +326,41 @@ impl MonitorCore {
                 };
                 None
             }
+            (ProbeKind::Ecv { send, http, .. }, Phase::Connecting)
+                if state == tcp::State::Established =>
+            {
+                let text = if *http {
+                    let line = String::from_utf8_lossy(send);
+                    format!(
+                        "{line} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                        b.target.addr
+                    )
+                    .into_bytes()
+                } else {
+                    send.clone()
+                };
+                if socket.send_slice(&text).is_err() {
+                    return Some((false, 0));
+                }
+                probe.phase = Phase::Sent {
+                    at: now,
+                    reply: Vec::new(),
+                };
+                None
+            }
+            (ProbeKind::Ecv { recv, .. }, Phase::Sent { at, reply }) => {
+                let mut buf = [0u8; 1024];
+                while socket.can_recv() && reply.len() < 64 * 1024 {
+                    match socket.recv_slice(&mut buf) {
+                        Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                if !recv.is_empty() && reply.windows(recv.len()).any(|w| w == recv.as_slice()) {
+                    return Some((true, (now - *at) * 1000));
+                }
+                (now >= deadline || !socket.may_recv()).then_some((false, 0))
+            }
             (ProbeKind::Http { codes, .. }, Phase::Sent { at, reply }) => {
                 let mut buf = [0u8; 1024];
                 while socket.can_recv() {
@@ -356,5 +423,17 @@ impl MonitorCore {
             .collect();
         self.health
             .set_response_time(service, crate::load::mean_response(&samples));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescape;
+
+    #[test]
+    fn operators_escapes_become_bytes() {
+        assert_eq!(unescape(r"PING\r\n"), b"PING\r\n");
+        assert_eq!(unescape(r"a\tb\\c\q"), b"a\tb\\c\\q");
+        assert_eq!(unescape("trailing\\"), b"trailing\\");
     }
 }

@@ -248,7 +248,10 @@ impl Lab {
     }
 
     /// Starts backend `n`'s nginx again; its PID joins the lab's list (teardown stops it).
-    #[allow(clippy::zombie_processes, reason = "the child is kept and reaped when the lab drops")]
+    #[allow(
+        clippy::zombie_processes,
+        reason = "the child is kept and reaped when the lab drops"
+    )]
     pub fn start_backend(&self, n: usize) {
         let d = self.dir.join(format!("b{n}"));
         let child = Command::new("ip")
