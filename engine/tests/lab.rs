@@ -459,3 +459,41 @@ bind service s3 -monitorName h1
     let names = lab.curl_new_connections(80, "/", 30);
     assert_eq!(count(&names, "backend-2"), 10, "{names:?}");
 }
+
+#[test]
+fn ecv_monitors_check_what_the_backend_answers() {
+    use std::time::Duration;
+    let mut lab = Lab::up("ecv", 3);
+    let conf = format!(
+        "{SERVICES}add lb monitor e-ok HTTP-ECV -send \"GET /\" -recv backend- -interval 1 -resptimeout 500 MSEC -retries 2
+add lb monitor e-bad HTTP-ECV -send \"GET /\" -recv nothing-like-this -interval 1 -resptimeout 500 MSEC -retries 2
+add lb monitor t-ok TCP-ECV -send \"GET / HTTP/1.0\\r\\n\\r\\n\" -recv backend-3 -interval 1 -resptimeout 500 MSEC -retries 2
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+bind service s1 -monitorName e-ok
+bind service s2 -monitorName e-bad
+bind service s3 -monitorName t-ok
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("s1", "UP", Duration::from_secs(5))
+            .is_some(),
+        "HTTP-ECV found its string"
+    );
+    assert!(
+        lab.wait_service_state("s3", "UP", Duration::from_secs(5))
+            .is_some(),
+        "TCP-ECV found its string"
+    );
+    assert!(
+        lab.wait_service_state("s2", "DOWN", Duration::from_secs(5))
+            .is_some(),
+        "HTTP-ECV missing its string"
+    );
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20);
+    assert_eq!(count(&names, "backend-2"), 0, "{names:?}");
+}
