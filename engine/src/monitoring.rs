@@ -15,7 +15,7 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
-/// The probe targets of a configuration: every TCP, HTTP, TCP-ECV or HTTP-ECV monitor bound
+/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV or HTTP-ECV monitor bound
 /// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
@@ -30,6 +30,7 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                 continue;
             }
             let kind = match monitor.monitor_type {
+                MonitorType::Ping => ProbeKind::Ping,
                 MonitorType::Tcp => ProbeKind::Tcp,
                 MonitorType::Http => ProbeKind::Http {
                     request: st
@@ -56,6 +57,7 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
             let port = match (st.dest_port, svc.port) {
                 (Some(p), _) => p.get() as u16,
                 (None, Port::Number(p)) => p,
+                (None, Port::Any) if kind == ProbeKind::Ping => 0,
                 (None, Port::Any) => continue,
             };
             let addr = match st.dest_ip {

@@ -497,3 +497,39 @@ bind service s3 -monitorName t-ok
     assert_eq!(names.len(), 20);
     assert_eq!(count(&names, "backend-2"), 0, "{names:?}");
 }
+
+#[test]
+fn ping_default_watches_udp_services() {
+    use std::time::Duration;
+    let mut lab = Lab::up("ping", 1);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+set lb monitor ping-default PING -interval 1 -resptimeout 500 MSEC -retries 2
+add service u1 198.18.0.11 UDP 7
+add service u9 198.18.0.99 UDP 7
+add service s1 198.18.0.11 HTTP 80
+add lb vserver web HTTP {VIP} 80
+bind lb vserver web s1
+add lb vserver echo UDP {VIP} 7 -lbMethod ROUNDROBIN
+bind lb vserver echo u1
+bind lb vserver echo u9
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("u1", "UP", Duration::from_secs(5))
+            .is_some(),
+        "a host that answers pings"
+    );
+    assert!(
+        lab.wait_service_state("u9", "DOWN", Duration::from_secs(5))
+            .is_some(),
+        "an address nobody holds"
+    );
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "u1"]).stdout).into_owned();
+    assert!(show.contains("Monitor Name: ping-default"), "{show}");
+    for _ in 0..4 {
+        let out = lab.client(&["bash", "-c", &format!("echo hi | socat -T1 - UDP4:{VIP}:7")]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "backend-1");
+    }
+}

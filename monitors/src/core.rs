@@ -2,9 +2,10 @@
 //! bounded channel (frames for the SNIP's monitor ports, ICMP to it, ARP replies) and sending
 //! through a worker; it runs every probe and publishes service state and LRTM response times.
 //!
-//! Probes so far: TCP (SYN → SYN+ACK) and HTTP (request on the established connection →
-//! status line, checked against `-respCode`). Other monitor types are not probed yet: their
-//! services keep their published state (UP).
+//! Probes so far: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the
+//! established connection → status line, checked against `-respCode`), TCP-ECV and HTTP-ECV
+//! (send string → receive string). Other monitor types are not probed yet: their services keep
+//! their published state (UP).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -13,10 +14,11 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 use ctl::value::RespCodes;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
-use smoltcp::socket::tcp;
+use smoltcp::socket::{icmp, tcp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+use smoltcp::wire::{EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr};
 
 use crate::health::{BindingHealth, MonitorState, Timers, service_up};
 use crate::publish::{ServiceHealth, ServiceId};
@@ -76,6 +78,8 @@ impl Device for ChannelDevice {
 /// What a probe checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProbeKind {
+    /// ICMP echo request → echo reply.
+    Ping,
     /// Connection established (SYN+ACK received).
     Tcp,
     /// `request` sent on the connection; the status code must be in `codes`.
@@ -274,6 +278,10 @@ impl MonitorCore {
 
     fn start(&mut self, i: usize, now: u64) {
         let local = self.local_port();
+        if self.bindings[i].target.kind == ProbeKind::Ping {
+            self.start_ping(i, now, local);
+            return;
+        }
         let mut socket = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; 4096]),
             tcp::SocketBuffer::new(vec![0; 4096]),
@@ -294,11 +302,60 @@ impl MonitorCore {
         });
     }
 
+    /// An echo request whose identifier is the probe's local port number.
+    fn start_ping(&mut self, i: usize, now: u64, ident: u16) {
+        let mut socket = icmp::Socket::new(
+            icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 2], vec![0; 512]),
+            icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 2], vec![0; 512]),
+        );
+        let addr = IpAddress::Ipv4(self.bindings[i].target.addr);
+        let repr = Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no: 1,
+            data: b"fulcrum monitor",
+        };
+        let sent = socket.bind(icmp::Endpoint::Ident(ident)).is_ok()
+            && socket
+                .send(repr.buffer_len(), addr)
+                .map(|buf| {
+                    repr.emit(
+                        &mut Icmpv4Packet::new_unchecked(buf),
+                        &ChecksumCapabilities::default(),
+                    )
+                })
+                .is_ok();
+        if !sent {
+            self.bindings[i].health.record(now, false);
+            return;
+        }
+        let handle = self.sockets.add(socket);
+        self.bindings[i].probe = Some(Probe {
+            handle,
+            started: now,
+            phase: Phase::Connecting,
+        });
+    }
+
     /// `Some((passed, response time in µs))` once the probe has a result.
     fn step(&mut self, i: usize, now: u64) -> Option<(bool, u64)> {
         let b = &mut self.bindings[i];
         let probe = b.probe.as_mut()?;
         let deadline = probe.started + b.health.resp_timeout();
+        if b.target.kind == ProbeKind::Ping {
+            let socket = self.sockets.get_mut::<icmp::Socket>(probe.handle);
+            while socket.can_recv() {
+                let Ok((payload, _)) = socket.recv() else {
+                    break;
+                };
+                let reply = Icmpv4Packet::new_checked(payload)
+                    .ok()
+                    .and_then(|p| Icmpv4Repr::parse(&p, &ChecksumCapabilities::default()).ok());
+                if let Some(Icmpv4Repr::EchoReply { seq_no: 1, .. }) = reply {
+                    return Some((true, (now - probe.started) * 1000));
+                }
+            }
+            return (now >= deadline).then_some((false, 0));
+        }
         let socket = self.sockets.get_mut::<tcp::Socket>(probe.handle);
         let state = socket.state();
         if matches!(state, tcp::State::Closed | tcp::State::TimeWait)
@@ -386,7 +443,9 @@ impl MonitorCore {
     fn finish(&mut self, i: usize, now: u64, (passed, response_us): (bool, u64)) {
         let b = &mut self.bindings[i];
         if let Some(p) = b.probe.take() {
-            self.sockets.get_mut::<tcp::Socket>(p.handle).abort();
+            if b.target.kind != ProbeKind::Ping {
+                self.sockets.get_mut::<tcp::Socket>(p.handle).abort();
+            }
             // Let the RST leave before the socket goes away.
             self.iface
                 .poll(at(now), &mut self.device, &mut self.sockets);
