@@ -46,7 +46,7 @@ impl ServiceHealth {
 
     pub fn set_response_time(&self, s: ServiceId, micros: Option<u64>) {
         if let Some(r) = self.response_us.get(s as usize) {
-            r.store(micros.unwrap_or(NONE).min(NONE - 1), Relaxed);
+            r.store(micros.map_or(NONE, |v| v.min(NONE - 1)), Relaxed);
         }
     }
 
@@ -60,7 +60,26 @@ impl ServiceHealth {
 
     pub fn set_load(&self, s: ServiceId, load: Option<u64>) {
         if let Some(r) = self.load.get(s as usize) {
-            r.store(load.unwrap_or(NONE).min(NONE - 1), Relaxed);
+            r.store(load.map_or(NONE, |v| v.min(NONE - 1)), Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_sample_reads_back_as_none() {
+        let h = ServiceHealth::new(2);
+        assert!(h.is_up(0) && !h.is_up(7));
+        h.set_response_time(0, Some(1500));
+        assert_eq!(h.response_time(0), Some(1500));
+        h.set_response_time(0, None);
+        assert_eq!(h.response_time(0), None);
+        h.set_load(1, Some(u64::MAX));
+        assert_eq!(h.load(1), Some(u64::MAX - 1), "a huge load stays a load");
+        h.set_load(1, None);
+        assert_eq!(h.load(1), None);
     }
 }
