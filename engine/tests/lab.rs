@@ -533,3 +533,27 @@ bind lb vserver echo u9
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "backend-1");
     }
 }
+
+#[test]
+fn udp_ecv_expects_its_answer() {
+    use std::time::Duration;
+    let mut lab = Lab::up("uecv", 2);
+    let conf = format!(
+        "{SERVICES}add lb monitor u-ok UDP-ECV -send hello -recv backend- -interval 1 -resptimeout 500 MSEC -retries 2
+add lb monitor u-bad UDP-ECV -send hello -recv never-said -interval 1 -resptimeout 500 MSEC -retries 2
+add lb vserver web HTTP {VIP} 80
+bind lb vserver web s1
+bind service u1 -monitorName u-ok
+bind service u2 -monitorName u-bad
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("u1", "UP", Duration::from_secs(5))
+            .is_some()
+    );
+    assert!(
+        lab.wait_service_state("u2", "DOWN", Duration::from_secs(5))
+            .is_some()
+    );
+}

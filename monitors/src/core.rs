@@ -3,8 +3,8 @@
 //! through a worker; it runs every probe and publishes service state and LRTM response times.
 //!
 //! Probes so far: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the
-//! established connection → status line, checked against `-respCode`), TCP-ECV and HTTP-ECV
-//! (send string → receive string). Other monitor types are not probed yet: their services keep
+//! established connection → status line, checked against `-respCode`), TCP-ECV, HTTP-ECV and
+//! UDP-ECV (send string → receive string). Other monitor types are not probed yet: their services keep
 //! their published state (UP).
 
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ use ctl::value::RespCodes;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
-use smoltcp::socket::{icmp, tcp};
+use smoltcp::socket::{icmp, tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr};
 
@@ -91,6 +91,8 @@ pub enum ProbeKind {
         recv: Vec<u8>,
         http: bool,
     },
+    /// `send` in one datagram; a datagram back must contain `recv`.
+    UdpEcv { send: Vec<u8>, recv: Vec<u8> },
 }
 
 /// The escapes operators type in send/receive strings (`\r\n`, `\t`, `\\`).
@@ -282,6 +284,27 @@ impl MonitorCore {
             self.start_ping(i, now, local);
             return;
         }
+        if let ProbeKind::UdpEcv { send, .. } = &self.bindings[i].target.kind {
+            let mut socket = udp::Socket::new(
+                udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 4], vec![0; 2048]),
+                udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 4], vec![0; 2048]),
+            );
+            let to = (
+                IpAddress::Ipv4(self.bindings[i].target.addr),
+                self.bindings[i].target.port,
+            );
+            if socket.bind(local).is_err() || socket.send_slice(send, to).is_err() {
+                self.bindings[i].health.record(now, false);
+                return;
+            }
+            let handle = self.sockets.add(socket);
+            self.bindings[i].probe = Some(Probe {
+                handle,
+                started: now,
+                phase: Phase::Connecting,
+            });
+            return;
+        }
         let mut socket = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; 4096]),
             tcp::SocketBuffer::new(vec![0; 4096]),
@@ -341,6 +364,15 @@ impl MonitorCore {
         let b = &mut self.bindings[i];
         let probe = b.probe.as_mut()?;
         let deadline = probe.started + b.health.resp_timeout();
+        if let ProbeKind::UdpEcv { recv, .. } = &b.target.kind {
+            let socket = self.sockets.get_mut::<udp::Socket>(probe.handle);
+            while let Ok((data, _)) = socket.recv() {
+                if !recv.is_empty() && data.windows(recv.len()).any(|w| w == recv.as_slice()) {
+                    return Some((true, (now - probe.started) * 1000));
+                }
+            }
+            return (now >= deadline).then_some((false, 0));
+        }
         if b.target.kind == ProbeKind::Ping {
             let socket = self.sockets.get_mut::<icmp::Socket>(probe.handle);
             while socket.can_recv() {
@@ -443,7 +475,10 @@ impl MonitorCore {
     fn finish(&mut self, i: usize, now: u64, (passed, response_us): (bool, u64)) {
         let b = &mut self.bindings[i];
         if let Some(p) = b.probe.take() {
-            if b.target.kind != ProbeKind::Ping {
+            if matches!(
+                b.target.kind,
+                ProbeKind::Tcp | ProbeKind::Http { .. } | ProbeKind::Ecv { .. }
+            ) {
                 self.sockets.get_mut::<tcp::Socket>(p.handle).abort();
             }
             // Let the RST leave before the socket goes away.
