@@ -19,7 +19,8 @@
 #                        /sleep/S     their name after S seconds (echo module; fractions work)
 #                        /big.bin     50 MB of random bytes, different on every backend
 #                        POST /upload the request body, echoed back
-# and a UDP service on port 7 (socat) answering every datagram with their name.
+# a UDP service on port 7 (socat) answering every datagram with their name, and DNS on port 53
+# (dnsmasq) answering www.svc.test with 198.18.0.10 (REFUSED for other names).
 set -euo pipefail
 
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
@@ -111,6 +112,10 @@ up() {
     echo $! >> "$dir/pids"
     ip netns exec "$b" socat -T2 "UDP4-RECVFROM:7,bind=198.18.0.$((10 + i)),fork" SYSTEM:"echo backend-$i" \
       > "$dir/b$i/socat.out" 2>&1 < /dev/null &
+    echo $! >> "$dir/pids"
+    ip netns exec "$b" dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
+      --listen-address="198.18.0.$((10 + i))" --port=53 --address=/www.svc.test/198.18.0.10 \
+      --log-facility=- --pid-file= --user=nobody > "$dir/b$i/dnsmasq.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
   done
   # Wait until every backend answers (bounded).

@@ -15,7 +15,7 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
-/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV or UDP-ECV monitor bound
+/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV or DNS monitor bound
 /// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
@@ -51,6 +51,15 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .map(|t| monitors::core::unescape(&t.0))
                         .unwrap_or_default(),
                     http: monitor.monitor_type == MonitorType::HttpEcv,
+                },
+                MonitorType::Dns => ProbeKind::Dns {
+                    name: st.query.as_ref().map(|t| t.0.clone()).unwrap_or_default(),
+                    aaaa: st.query_type == ctl::conf::DnsQueryType::Aaaa,
+                    expect: st
+                        .ip_address
+                        .as_ref()
+                        .map(|l| l.0.clone())
+                        .unwrap_or_default(),
                 },
                 MonitorType::UdpEcv => ProbeKind::UdpEcv {
                     send: st

@@ -557,3 +557,47 @@ bind service u2 -monitorName u-bad
             .is_some()
     );
 }
+
+#[test]
+fn dns_monitors_check_the_answer_against_their_addresses() {
+    use std::time::Duration;
+    let mut lab = Lab::up("dns", 2);
+    let conf = format!(
+        "{SERVICES}add service d1 198.18.0.11 DNS 53
+add service d2 198.18.0.12 DNS 53
+add lb monitor dns-ok DNS -query www.svc.test -IPAddress 198.18.0.10 -interval 1 -resptimeout 500 MSEC -retries 2
+add lb monitor dns-bad DNS -query www.svc.test -IPAddress 198.18.0.99 -interval 1 -resptimeout 500 MSEC -retries 2
+add lb vserver web HTTP {VIP} 80
+bind lb vserver web s1
+add lb vserver dns DNS {VIP} 53 -lbMethod ROUNDROBIN
+bind lb vserver dns d1
+bind lb vserver dns d2
+bind service d1 -monitorName dns-ok
+bind service d2 -monitorName dns-bad
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("d1", "UP", Duration::from_secs(5))
+            .is_some(),
+        "the answer holds 198.18.0.10"
+    );
+    assert!(
+        lab.wait_service_state("d2", "DOWN", Duration::from_secs(5))
+            .is_some(),
+        "the answer lacks 198.18.0.99"
+    );
+    // Real DNS clients through the DNS vserver reach the UP service only.
+    for _ in 0..4 {
+        let out = lab.client(&[
+            "dig",
+            "+short",
+            "+tries=1",
+            "+time=2",
+            &format!("@{VIP}"),
+            "www.svc.test",
+            "A",
+        ]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "198.18.0.10");
+    }
+}

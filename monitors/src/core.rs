@@ -4,7 +4,7 @@
 //!
 //! Probes so far: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the
 //! established connection → status line, checked against `-respCode`), TCP-ECV, HTTP-ECV and
-//! UDP-ECV (send string → receive string). Other monitor types are not probed yet: their services keep
+//! UDP-ECV (send string → receive string), DNS (query → answer holding `-IPAddress`). Other monitor types are not probed yet: their services keep
 //! their published state (UP).
 
 use std::collections::HashMap;
@@ -93,6 +93,49 @@ pub enum ProbeKind {
     },
     /// `send` in one datagram; a datagram back must contain `recv`.
     UdpEcv { send: Vec<u8>, recv: Vec<u8> },
+    /// A DNS query (UDP); the answer must be NOERROR with records, holding every `expect`.
+    Dns {
+        name: String,
+        aaaa: bool,
+        expect: Vec<std::net::IpAddr>,
+    },
+}
+
+/// The DNS query a DNS probe sends.
+fn dns_query(id: u16, name: &str, aaaa: bool) -> Option<Vec<u8>> {
+    use simple_dns::{CLASS, Name, Packet, PacketFlag, QCLASS, QTYPE, Question, TYPE};
+    let mut packet = Packet::new_query(id);
+    packet.set_flags(PacketFlag::RECURSION_DESIRED);
+    let qtype = if aaaa { TYPE::AAAA } else { TYPE::A };
+    packet.questions.push(Question::new(
+        Name::new(name).ok()?,
+        QTYPE::TYPE(qtype),
+        QCLASS::CLASS(CLASS::IN),
+        false,
+    ));
+    packet.build_bytes_vec().ok()
+}
+
+/// Whether a DNS answer to query `id` passes: NOERROR, records, every expected address.
+fn dns_answer_ok(data: &[u8], id: u16, expect: &[std::net::IpAddr]) -> bool {
+    use simple_dns::rdata::RData;
+    use simple_dns::{Packet, RCODE};
+    let Ok(packet) = Packet::parse(data) else {
+        return false;
+    };
+    if packet.id() != id || packet.rcode() != RCODE::NoError || packet.answers.is_empty() {
+        return false;
+    }
+    let got: Vec<std::net::IpAddr> = packet
+        .answers
+        .iter()
+        .filter_map(|rr| match &rr.rdata {
+            RData::A(a) => Some(std::net::IpAddr::V4(a.address.into())),
+            RData::AAAA(a) => Some(std::net::IpAddr::V6(a.address.into())),
+            _ => None,
+        })
+        .collect();
+    expect.iter().all(|e| got.contains(e))
 }
 
 /// The escapes operators type in send/receive strings (`\r\n`, `\t`, `\\`).
@@ -284,7 +327,12 @@ impl MonitorCore {
             self.start_ping(i, now, local);
             return;
         }
-        if let ProbeKind::UdpEcv { send, .. } = &self.bindings[i].target.kind {
+        let datagram = match &self.bindings[i].target.kind {
+            ProbeKind::UdpEcv { send, .. } => Some(send.clone()),
+            ProbeKind::Dns { name, aaaa, .. } => dns_query(local, name, *aaaa),
+            _ => None,
+        };
+        if let Some(send) = datagram {
             let mut socket = udp::Socket::new(
                 udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 4], vec![0; 2048]),
                 udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 4], vec![0; 2048]),
@@ -293,7 +341,7 @@ impl MonitorCore {
                 IpAddress::Ipv4(self.bindings[i].target.addr),
                 self.bindings[i].target.port,
             );
-            if socket.bind(local).is_err() || socket.send_slice(send, to).is_err() {
+            if socket.bind(local).is_err() || socket.send_slice(&send, to).is_err() {
                 self.bindings[i].health.record(now, false);
                 return;
             }
@@ -364,11 +412,22 @@ impl MonitorCore {
         let b = &mut self.bindings[i];
         let probe = b.probe.as_mut()?;
         let deadline = probe.started + b.health.resp_timeout();
-        if let ProbeKind::UdpEcv { recv, .. } = &b.target.kind {
+        if matches!(
+            b.target.kind,
+            ProbeKind::UdpEcv { .. } | ProbeKind::Dns { .. }
+        ) {
             let socket = self.sockets.get_mut::<udp::Socket>(probe.handle);
+            let id = socket.endpoint().port;
             while let Ok((data, _)) = socket.recv() {
-                if !recv.is_empty() && data.windows(recv.len()).any(|w| w == recv.as_slice()) {
-                    return Some((true, (now - probe.started) * 1000));
+                let passed = match &b.target.kind {
+                    ProbeKind::UdpEcv { recv, .. } => {
+                        !recv.is_empty() && data.windows(recv.len()).any(|w| w == recv.as_slice())
+                    }
+                    ProbeKind::Dns { expect, .. } => dns_answer_ok(data, id, expect),
+                    _ => false,
+                };
+                if passed || matches!(b.target.kind, ProbeKind::Dns { .. }) {
+                    return Some((passed, (now - probe.started) * 1000));
                 }
             }
             return (now >= deadline).then_some((false, 0));
@@ -523,6 +582,33 @@ impl MonitorCore {
 #[cfg(test)]
 mod tests {
     use super::unescape;
+
+    #[test]
+    fn dns_queries_and_answers() {
+        use super::{dns_answer_ok, dns_query};
+        use simple_dns::rdata::{A, RData};
+        use simple_dns::{CLASS, Name, Packet, ResourceRecord};
+        let q = dns_query(77, "www.svc.test", false).unwrap();
+        let mut reply = Packet::parse(&q).unwrap().into_reply();
+        let addr: std::net::Ipv4Addr = "198.18.0.10".parse().unwrap();
+        reply.answers.push(ResourceRecord::new(
+            Name::new_unchecked("www.svc.test"),
+            CLASS::IN,
+            5,
+            RData::A(A {
+                address: addr.into(),
+            }),
+        ));
+        let bytes = reply.build_bytes_vec().unwrap();
+        assert!(dns_answer_ok(&bytes, 77, &[addr.into()]));
+        assert!(dns_answer_ok(&bytes, 77, &[]));
+        assert!(!dns_answer_ok(&bytes, 78, &[]), "another query's answer");
+        assert!(
+            !dns_answer_ok(&bytes, 77, &["198.18.0.11".parse().unwrap()]),
+            "a listed address is missing"
+        );
+        assert!(!dns_answer_ok(b"garbage", 77, &[]));
+    }
 
     #[test]
     fn operators_escapes_become_bytes() {
