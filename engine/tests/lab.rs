@@ -601,3 +601,39 @@ bind service d2 -monitorName dns-bad
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "198.18.0.10");
     }
 }
+
+#[test]
+fn user_monitor_scripts_decide_service_state() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
+    let mut lab = Lab::up("user", 2);
+    let script = lab.dir.join("check.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n# $1 = service IP, $2 = port, then -scriptArgs\ntest -f {}/healthy-$1 && test \"$3\" = strict\n", lab.dir.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(lab.dir.join("healthy-198.18.0.11"), "").unwrap();
+    let conf = format!(
+        "{SERVICES}add lb monitor script USER -scriptName {} -scriptArgs strict -interval 1 -resptimeout 800 MSEC -retries 1 -downTime 1
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind service s1 -monitorName script
+bind service s2 -monitorName script
+",
+        script.display()
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("s1", "UP", Duration::from_secs(5))
+            .is_some()
+    );
+    assert!(
+        lab.wait_service_state("s2", "DOWN", Duration::from_secs(5))
+            .is_some()
+    );
+    std::fs::write(lab.dir.join("healthy-198.18.0.12"), "").unwrap();
+    assert!(
+        lab.wait_service_state("s2", "UP", Duration::from_secs(5))
+            .is_some(),
+        "the script now passes"
+    );
+}

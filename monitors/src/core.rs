@@ -4,7 +4,8 @@
 //!
 //! Probes so far: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the
 //! established connection → status line, checked against `-respCode`), TCP-ECV, HTTP-ECV and
-//! UDP-ECV (send string → receive string), DNS (query → answer holding `-IPAddress`). Other monitor types are not probed yet: their services keep
+//! UDP-ECV (send string → receive string), DNS (query → answer holding `-IPAddress`), USER
+//! (a script's exit status within the response timeout). Other monitor types are not probed yet: their services keep
 //! their published state (UP).
 
 use std::collections::HashMap;
@@ -98,6 +99,12 @@ pub enum ProbeKind {
         name: String,
         aaaa: bool,
         expect: Vec<std::net::IpAddr>,
+    },
+    /// USER: runs `script <service IP> <port> <args…>`; exit status 0 within the response
+    /// timeout passes.
+    User {
+        script: std::path::PathBuf,
+        args: Vec<String>,
     },
 }
 
@@ -198,6 +205,8 @@ struct Binding {
     target: Target,
     health: BindingHealth,
     probe: Option<Probe>,
+    /// A running USER monitor script and when it started.
+    script: Option<(std::process::Child, u64)>,
     last_response_us: Option<u64>,
 }
 
@@ -269,6 +278,7 @@ impl MonitorCore {
                     health: BindingHealth::new(target.timers, now),
                     target,
                     probe: None,
+                    script: None,
                     last_response_us: None,
                 },
             };
@@ -277,6 +287,10 @@ impl MonitorCore {
         for (_, b) in old {
             if let Some(p) = b.probe {
                 self.sockets.remove(p.handle);
+            }
+            if let Some((mut child, _)) = b.script {
+                let _ = child.kill();
+                let _ = child.wait();
             }
         }
         let services: Vec<ServiceId> = self.bindings.iter().map(|b| b.target.service).collect();
@@ -310,10 +324,16 @@ impl MonitorCore {
             if !self.bindings[i].target.enabled {
                 continue;
             }
-            if self.bindings[i].probe.is_none() && self.bindings[i].health.poll_timeout() <= now {
+            let idle = self.bindings[i].probe.is_none() && self.bindings[i].script.is_none();
+            if idle && self.bindings[i].health.poll_timeout() <= now {
                 self.start(i, now);
             }
-            if let Some(result) = self.step(i, now) {
+            let result = if self.bindings[i].script.is_some() {
+                self.step_script(i, now)
+            } else {
+                self.step(i, now)
+            };
+            if let Some(result) = result {
                 self.finish(i, now, result);
             }
         }
@@ -322,6 +342,23 @@ impl MonitorCore {
     }
 
     fn start(&mut self, i: usize, now: u64) {
+        if let ProbeKind::User { script, args } = &self.bindings[i].target.kind {
+            let spawned = std::process::Command::new(script)
+                .arg(self.bindings[i].target.addr.to_string())
+                .arg(self.bindings[i].target.port.to_string())
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            match spawned {
+                Ok(child) => self.bindings[i].script = Some((child, now)),
+                Err(_) => {
+                    self.bindings[i].health.record(now, false);
+                }
+            }
+            return;
+        }
         let local = self.local_port();
         if self.bindings[i].target.kind == ProbeKind::Ping {
             self.start_ping(i, now, local);
@@ -405,6 +442,28 @@ impl MonitorCore {
             started: now,
             phase: Phase::Connecting,
         });
+    }
+
+    /// A USER script's verdict: its exit status, or a failure when it outlives the timeout
+    /// (then it is killed and reaped).
+    fn step_script(&mut self, i: usize, now: u64) -> Option<(bool, u64)> {
+        let b = &mut self.bindings[i];
+        let (child, started) = b.script.as_mut()?;
+        let started = *started;
+        let result = match child.try_wait() {
+            Ok(Some(status)) => Some((status.success(), (now - started) * 1000)),
+            Ok(None) if now >= started + b.health.resp_timeout() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Some((false, 0))
+            }
+            Ok(None) => None,
+            Err(_) => Some((false, 0)),
+        };
+        if result.is_some() {
+            b.script = None;
+        }
+        result
     }
 
     /// `Some((passed, response time in µs))` once the probe has a result.
@@ -608,6 +667,78 @@ mod tests {
             "a listed address is missing"
         );
         assert!(!dns_answer_ok(b"garbage", 77, &[]));
+    }
+
+    #[test]
+    fn user_scripts_decide_by_exit_status_and_are_killed_at_the_timeout() {
+        use super::{ChannelDevice, MonitorCore, ProbeKind, Target};
+        use crate::health::{MonitorState, Timers};
+        use crate::publish::ServiceHealth;
+        use std::sync::Arc;
+        let (_in_tx, rx) = crossbeam_channel::bounded(8);
+        let (tx, _out_rx) = crossbeam_channel::bounded(8);
+        let health = Arc::new(ServiceHealth::new(4));
+        let mut core = MonitorCore::new(
+            [2, 0, 0, 0, 0, 1],
+            &[],
+            ChannelDevice { rx, tx },
+            Arc::clone(&health),
+            1024..2000,
+            0,
+        );
+        let timers = Timers {
+            interval: 1000,
+            resp_timeout: 300,
+            down_time: 1000,
+            retries: 1,
+            failure_retries: 0,
+            success_retries: 1,
+            reverse: false,
+        };
+        let target = |service, script: &str, args: &[&str]| Target {
+            service,
+            monitor: "user".into(),
+            addr: "198.18.0.11".parse().unwrap(),
+            port: 80,
+            kind: ProbeKind::User {
+                script: script.into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+            },
+            timers,
+            weight: 1,
+            enabled: true,
+            lrtm: false,
+            mon_threshold: 0,
+        };
+        core.set_targets(
+            vec![
+                target(0, "/bin/true", &[]),
+                target(1, "/bin/false", &[]),
+                target(2, "/bin/sleep", &["5"]),
+            ],
+            0,
+        );
+        // Real processes, virtual time: poll until the two quick scripts exited.
+        let mut now = 0;
+        for _ in 0..200 {
+            core.poll(now);
+            if core.state_of(0, "user") != Some(MonitorState::Unknown)
+                && core.state_of(1, "user") != Some(MonitorState::Unknown)
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(core.state_of(0, "user"), Some(MonitorState::Up));
+        assert_eq!(core.state_of(1, "user"), Some(MonitorState::Down));
+        assert!(health.is_up(0) && !health.is_up(1));
+        now += 400; // past the sleeping script's timeout
+        core.poll(now);
+        assert_eq!(
+            core.state_of(2, "user"),
+            Some(MonitorState::Down),
+            "killed at the response timeout"
+        );
     }
 
     #[test]
