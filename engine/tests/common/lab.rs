@@ -227,10 +227,10 @@ impl Lab {
     /// Stops backend `n`'s nginx (by the PID the lab recorded).
     pub fn stop_backend(&self, n: usize) {
         let pids = std::fs::read_to_string(self.dir.join("pids")).unwrap();
-        // The lab records, per backend, its nginx then its socat.
+        // The lab records, per backend, its nginx, its socat and its dnsmasq.
         let pid = pids
             .lines()
-            .nth((n - 1) * 2)
+            .nth((n - 1) * 3)
             .expect("backend pid")
             .trim()
             .to_owned();
@@ -287,6 +287,12 @@ impl Lab {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        let last = self.ctl(&["show", "service", name]);
+        eprintln!(
+            "{name} is not {state}:\n{}{}",
+            String::from_utf8_lossy(&last.stdout),
+            String::from_utf8_lossy(&last.stderr)
+        );
         None
     }
 
