@@ -19,8 +19,10 @@
 #                        /sleep/S     their name after S seconds (echo module; fractions work)
 #                        /big.bin     50 MB of random bytes, different on every backend
 #                        POST /upload the request body, echoed back
-# a UDP service on port 7 (socat) answering every datagram with their name, and DNS on port 53
-# (dnsmasq) answering www.svc.test with 198.18.0.10 (REFUSED for other names).
+# a UDP service on port 7 (socat) answering every datagram with their name, DNS on port 53
+# (dnsmasq) answering www.svc.test with 198.18.0.10, and FTP on port 21 (vsftpd; anonymous
+# login on backend 1 only). Each backend's PIDs are recorded in that order: nginx, socat,
+# dnsmasq, vsftpd.
 set -euo pipefail
 
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
@@ -72,6 +74,27 @@ http {
 CONF
 }
 
+ftp_conf() { # ftp_conf N ADDR: anonymous FTP on backend 1 only (the others refuse logins)
+  local n=$1 addr=$2 d=$dir/b$1
+  mkdir -p "$d/ftp" "$d/ftp-empty"
+  chmod 555 "$d/ftp"
+  cat > "$d/vsftpd.conf" <<CONF
+listen=YES
+listen_ipv6=NO
+listen_address=$addr
+listen_port=21
+background=NO
+anonymous_enable=$([ "$n" = 1 ] && echo YES || echo NO)
+anon_root=$d/ftp
+local_enable=NO
+write_enable=NO
+secure_chroot_dir=$d/ftp-empty
+pasv_enable=NO
+xferlog_enable=NO
+vsftpd_log_file=$d/vsftpd.log
+CONF
+}
+
 up() {
   guard
   rm -rf "$dir"
@@ -116,6 +139,9 @@ up() {
     ip netns exec "$b" dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
       --listen-address="198.18.0.$((10 + i))" --port=53 --address=/www.svc.test/198.18.0.10 \
       --log-facility=- --pid-file= --user=nobody > "$dir/b$i/dnsmasq.out" 2>&1 < /dev/null &
+    echo $! >> "$dir/pids"
+    ftp_conf "$i" "198.18.0.$((10 + i))"
+    ip netns exec "$b" vsftpd "$dir/b$i/vsftpd.conf" > "$dir/b$i/vsftpd.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
   done
   # Wait until every backend answers (bounded).

@@ -15,7 +15,7 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
-/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS or USER monitor bound
+/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP or USER monitor bound
 /// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
@@ -59,6 +59,18 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .ip_address
                         .as_ref()
                         .map(|l| l.0.clone())
+                        .unwrap_or_default(),
+                },
+                MonitorType::Ftp => ProbeKind::Ftp {
+                    user: st
+                        .user_name
+                        .as_ref()
+                        .map(|t| t.0.clone())
+                        .unwrap_or_default(),
+                    password: st
+                        .password
+                        .as_ref()
+                        .map(|t| t.0.clone())
                         .unwrap_or_default(),
                 },
                 MonitorType::User => ProbeKind::User {

@@ -637,3 +637,31 @@ bind service s2 -monitorName script
         "the script now passes"
     );
 }
+
+#[test]
+fn ftp_monitors_log_in() {
+    use std::time::Duration;
+    let mut lab = Lab::up("ftp", 2);
+    let conf = format!(
+        "{SERVICES}add lb monitor ftp1 FTP -userName anonymous -password probe@fulcrum -destPort 21 -interval 1 -resptimeout 800 MSEC -retries 2 -LRTM ENABLED
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+bind service s1 -monitorName ftp1
+bind service s2 -monitorName ftp1
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("s1", "UP", Duration::from_secs(5))
+            .is_some(),
+        "anonymous login accepted on backend 1"
+    );
+    assert!(
+        lab.wait_service_state("s2", "DOWN", Duration::from_secs(5))
+            .is_some(),
+        "backend 2 refuses logins"
+    );
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(show.contains("Response Time:"), "{show}");
+}

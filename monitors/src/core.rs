@@ -106,6 +106,16 @@ pub enum ProbeKind {
         script: std::path::PathBuf,
         args: Vec<String>,
     },
+    /// FTP: log in with `user` and `password`; the response time runs from the user name to
+    /// the 230 reply.
+    Ftp { user: String, password: String },
+}
+
+/// The reply code of the first complete line of an FTP reply, and how many bytes it used.
+fn ftp_reply(buf: &[u8]) -> Option<(u16, usize)> {
+    let end = buf.windows(2).position(|w| w == b"\r\n")?;
+    let code = std::str::from_utf8(buf.get(..3)?).ok()?.parse().ok()?;
+    Some((code, end + 2))
 }
 
 /// The DNS query a DNS probe sends.
@@ -190,7 +200,17 @@ pub struct Target {
 #[derive(Debug)]
 enum Phase {
     Connecting,
-    Sent { at: u64, reply: Vec<u8> },
+    Sent {
+        at: u64,
+        reply: Vec<u8>,
+    },
+    /// FTP login: waiting for the 220 banner (0), the 331 after USER (1), the 230 after PASS
+    /// (2); `at` is when the user name was sent.
+    Ftp {
+        stage: u8,
+        at: u64,
+        reply: Vec<u8>,
+    },
 }
 
 #[derive(Debug)]
@@ -533,6 +553,41 @@ impl MonitorCore {
                 };
                 None
             }
+            (ProbeKind::Ftp { .. }, Phase::Connecting) if state == tcp::State::Established => {
+                probe.phase = Phase::Ftp {
+                    stage: 0,
+                    at: now,
+                    reply: Vec::new(),
+                };
+                None
+            }
+            (ProbeKind::Ftp { user, password }, Phase::Ftp { stage, at, reply }) => {
+                let mut buf = [0u8; 512];
+                while socket.can_recv() && reply.len() < 8192 {
+                    match socket.recv_slice(&mut buf) {
+                        Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                while let Some((code, used)) = ftp_reply(reply) {
+                    reply.drain(..used);
+                    match (*stage, code) {
+                        (0, 220) => {
+                            *at = now;
+                            *stage = 1;
+                            let _ = socket.send_slice(format!("USER {user}\r\n").as_bytes());
+                        }
+                        (1, 331) => {
+                            *stage = 2;
+                            let _ = socket.send_slice(format!("PASS {password}\r\n").as_bytes());
+                        }
+                        (1, 230) | (2, 230) => return Some((true, (now - *at) * 1000)),
+                        (_, c) if c >= 400 => return Some((false, 0)),
+                        _ => {} // continuation lines, 1xx
+                    }
+                }
+                (now >= deadline || !socket.may_recv()).then_some((false, 0))
+            }
             (ProbeKind::Ecv { send, http, .. }, Phase::Connecting)
                 if state == tcp::State::Established =>
             {
@@ -595,7 +650,10 @@ impl MonitorCore {
         if let Some(p) = b.probe.take() {
             if matches!(
                 b.target.kind,
-                ProbeKind::Tcp | ProbeKind::Http { .. } | ProbeKind::Ecv { .. }
+                ProbeKind::Tcp
+                    | ProbeKind::Http { .. }
+                    | ProbeKind::Ecv { .. }
+                    | ProbeKind::Ftp { .. }
             ) {
                 self.sockets.get_mut::<tcp::Socket>(p.handle).abort();
             }
@@ -739,6 +797,17 @@ mod tests {
             Some(MonitorState::Down),
             "killed at the response timeout"
         );
+    }
+
+    #[test]
+    fn ftp_replies_are_read_line_by_line() {
+        use super::ftp_reply;
+        assert_eq!(
+            ftp_reply(b"220 (vsFTPd 3.0.3)\r\n331 Please"),
+            Some((220, 20))
+        );
+        assert_eq!(ftp_reply(b"230 Login"), None, "incomplete line");
+        assert_eq!(ftp_reply(b"xx\r\n"), None);
     }
 
     #[test]

@@ -227,10 +227,10 @@ impl Lab {
     /// Stops backend `n`'s nginx (by the PID the lab recorded).
     pub fn stop_backend(&self, n: usize) {
         let pids = std::fs::read_to_string(self.dir.join("pids")).unwrap();
-        // The lab records, per backend, its nginx, its socat and its dnsmasq.
+        // The lab records, per backend, its nginx, socat, dnsmasq and vsftpd.
         let pid = pids
             .lines()
-            .nth((n - 1) * 3)
+            .nth((n - 1) * 4)
             .expect("backend pid")
             .trim()
             .to_owned();
