@@ -15,3 +15,4 @@ pub mod core;
 pub mod health;
 pub mod load;
 pub mod publish;
+pub mod snmp;
