@@ -21,8 +21,9 @@
 #                        POST /upload the request body, echoed back
 # a UDP service on port 7 (socat) answering every datagram with their name, DNS on port 53
 # (dnsmasq) answering www.svc.test with 198.18.0.10, and FTP on port 21 (vsftpd; anonymous
-# login on backend 1 only). Each backend's PIDs are recorded in that order: nginx, socat,
-# dnsmasq, vsftpd.
+# login on backend 1 only), and SNMP on port 161 (snmpd; .1.3.6.1.4.1.99999.2.0 = bN/load:
+# 20, 70, 80). Each backend's PIDs are recorded in that order: nginx, socat, dnsmasq, vsftpd,
+# snmpd.
 set -euo pipefail
 
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
@@ -95,6 +96,35 @@ vsftpd_log_file=$d/vsftpd.log
 CONF
 }
 
+snmp_conf() { # snmp_conf N ADDR: INTEGER .1.3.6.1.4.1.99999.2.0 = the content of bN/load
+  local n=$1 addr=$2 d=$dir/b$1
+  mkdir -p "$d/snmp-persist"
+  # The seed's memory example: 20, 70, 80 (then 80 for more backends).
+  case "$n" in 1) echo 20 ;; 2) echo 70 ;; *) echo 80 ;; esac > "$d/load"
+  cat > "$d/persist.sh" <<'SH'
+#!/bin/sh
+# net-snmp pass_persist: re-reads the value file on every request (no caching)
+LEAF=.1.3.6.1.4.1.99999.2.0
+VALF="$(dirname "$0")/load"
+while read -r cmd; do
+  case "$cmd" in
+    PING) echo PONG ;;
+    get) read -r oid; if [ "$oid" = "$LEAF" ]; then echo "$LEAF"; echo integer; cat "$VALF"; else echo NONE; fi ;;
+    getnext) read -r oid; echo NONE ;;
+    set) read -r oid; read -r val; echo not-writable ;;
+    "") exit 0 ;;
+  esac
+done
+SH
+  chmod 755 "$d/persist.sh"
+  cat > "$d/snmpd.conf" <<CONF
+agentaddress udp:$addr:161
+rocommunity public
+pass_persist .1.3.6.1.4.1.99999.2 $d/persist.sh
+[snmp] persistentDir $d/snmp-persist
+CONF
+}
+
 up() {
   guard
   rm -rf "$dir"
@@ -142,6 +172,10 @@ up() {
     echo $! >> "$dir/pids"
     ftp_conf "$i" "198.18.0.$((10 + i))"
     ip netns exec "$b" vsftpd "$dir/b$i/vsftpd.conf" > "$dir/b$i/vsftpd.out" 2>&1 < /dev/null &
+    echo $! >> "$dir/pids"
+    snmp_conf "$i" "198.18.0.$((10 + i))"
+    ip netns exec "$b" env MIBS= snmpd -f -Lo -C -c "$dir/b$i/snmpd.conf" -p "$dir/b$i/snmpd.pid" \
+      > "$dir/b$i/snmpd.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
   done
   # Wait until every backend answers (bounded).

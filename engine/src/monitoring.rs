@@ -15,7 +15,7 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
-/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP or USER monitor bound
+/// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP, USER or LOAD monitor bound
 /// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
@@ -61,6 +61,33 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .map(|l| l.0.clone())
                         .unwrap_or_default(),
                 },
+                MonitorType::Load => {
+                    let Some(table) = st
+                        .metric_table
+                        .as_ref()
+                        .and_then(|t| config.metric_tables.get(t.as_str()))
+                    else {
+                        continue;
+                    };
+                    let metrics = monitor
+                        .metrics
+                        .iter()
+                        .filter_map(|m| {
+                            let (_, oid) =
+                                table.metrics.iter().find(|(name, _)| *name == m.metric)?;
+                            Some((oid.0.clone(), m.threshold, m.weight))
+                        })
+                        .collect();
+                    ProbeKind::Load {
+                        v1: st.snmp_version == ctl::conf::SnmpVersion::V1,
+                        community: st
+                            .snmp_community
+                            .as_ref()
+                            .map_or_else(|| "public".to_owned(), |c| c.0.clone()),
+                        metrics,
+                        passive: binding.passive,
+                    }
+                }
                 MonitorType::Ftp => ProbeKind::Ftp {
                     user: st
                         .user_name
@@ -97,10 +124,10 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .map(|t| monitors::core::unescape(&t.0))
                         .unwrap_or_default(),
                 },
-                _ => continue,
             };
             let port = match (st.dest_port, svc.port) {
                 (Some(p), _) => p.get() as u16,
+                (None, _) if monitor.monitor_type == MonitorType::Load => 161,
                 (None, Port::Number(p)) => p,
                 (None, Port::Any) if kind == ProbeKind::Ping => 0,
                 (None, Port::Any) => continue,

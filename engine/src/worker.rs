@@ -110,6 +110,21 @@ impl ServiceView for LiveView<'_> {
     fn load(&self, s: ServiceId) -> Option<u64> {
         self.health.load(s)
     }
+    #[inline]
+    fn sample(&self, s: ServiceId, stat: lb::Stat) -> lb::Sample {
+        // A service whose metric crossed its threshold leaves CUSTOMLOAD decisions.
+        if !self.is_candidate(s) || (stat == lb::Stat::Load && self.health.load_excluded(s)) {
+            return lb::Sample::Skip;
+        }
+        let value = match stat {
+            lb::Stat::Active => Some(self.active(s)),
+            lb::Stat::Packets => Some(self.packets(s)),
+            lb::Stat::Bytes => Some(self.bytes(s)),
+            lb::Stat::ResponseTime => self.response_time(s),
+            lb::Stat::Load => self.load(s),
+        };
+        value.map_or(lb::Sample::Missing, lb::Sample::Value)
+    }
 }
 
 #[derive(Debug)]

@@ -665,3 +665,52 @@ bind service s2 -monitorName ftp1
     let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
     assert!(show.contains("Response Time:"), "{show}");
 }
+
+#[test]
+fn customload_follows_snmp_loads_and_leaves_out_a_service_over_its_threshold() {
+    let mut lab = Lab::up("load", 3);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add lb metricTable mem
+bind lb metricTable mem used 1.3.6.1.4.1.99999.2.0
+add lb monitor load1 LOAD -snmpCommunity public -snmpVersion V2 -metricTable mem -interval 1 -resptimeout 500 MSEC
+bind lb monitor load1 -metric used -metricThreshold 100
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add lb vserver web HTTP {VIP} 80 -lbMethod CUSTOMLOAD
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+bind service s1 -monitorName load1
+bind service s2 -monitorName load1
+bind service s3 -monitorName load1
+"
+    );
+    lab.start(&conf, 80);
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(2500));
+    settle();
+    // Loads 20 / 70 / 80 % of the threshold: short connections all go to the lowest.
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(count(&names, "backend-1"), 10, "{names:?}");
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "service", "s2"]).stdout).into_owned();
+    assert!(
+        stat.contains("Load") && stat.contains("70000"),
+        "load in thousandths of a percent: {stat}"
+    );
+    // The value changes on the agent: the decision follows.
+    std::fs::write(lab.dir.join("b1/load"), "90\n").unwrap();
+    settle();
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(count(&names, "backend-2"), 10, "{names:?}");
+    // Over its threshold (not passive): out of the decision, though still UP.
+    std::fs::write(lab.dir.join("b2/load"), "150\n").unwrap();
+    settle();
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(count(&names, "backend-3"), 10, "{names:?}");
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s2"]).stdout).into_owned();
+    assert!(
+        show.lines().nth(1).is_some_and(|l| l.trim() == "State: UP"),
+        "LOAD never changes state: {show}"
+    );
+}

@@ -109,6 +109,14 @@ pub enum ProbeKind {
     /// FTP: log in with `user` and `password`; the response time runs from the user name to
     /// the 230 reply.
     Ftp { user: String, password: String },
+    /// LOAD: an SNMP GET of the metric table's OIDs; feeds the service's load, never its state.
+    Load {
+        v1: bool,
+        community: String,
+        /// OID, threshold, weight of each bound metric.
+        metrics: Vec<(Vec<u32>, u64, u64)>,
+        passive: bool,
+    },
 }
 
 /// The reply code of the first complete line of an FTP reply, and how many bytes it used.
@@ -224,6 +232,8 @@ struct Probe {
 struct Binding {
     target: Target,
     health: BindingHealth,
+    /// LOAD: the load computed from the last reply, `None` while the agent does not answer.
+    load: Option<crate::load::Load>,
     probe: Option<Probe>,
     /// A running USER monitor script and when it started.
     script: Option<(std::process::Child, u64)>,
@@ -297,6 +307,7 @@ impl MonitorCore {
                 _ => Binding {
                     health: BindingHealth::new(target.timers, now),
                     target,
+                    load: None,
                     probe: None,
                     script: None,
                     last_response_us: None,
@@ -387,6 +398,15 @@ impl MonitorCore {
         let datagram = match &self.bindings[i].target.kind {
             ProbeKind::UdpEcv { send, .. } => Some(send.clone()),
             ProbeKind::Dns { name, aaaa, .. } => dns_query(local, name, *aaaa),
+            ProbeKind::Load {
+                v1,
+                community,
+                metrics,
+                ..
+            } => {
+                let oids: Vec<Vec<u32>> = metrics.iter().map(|(o, _, _)| o.clone()).collect();
+                crate::snmp::get_request(*v1, community, i32::from(local), &oids)
+            }
             _ => None,
         };
         if let Some(send) = datagram {
@@ -493,11 +513,31 @@ impl MonitorCore {
         let deadline = probe.started + b.health.resp_timeout();
         if matches!(
             b.target.kind,
-            ProbeKind::UdpEcv { .. } | ProbeKind::Dns { .. }
+            ProbeKind::UdpEcv { .. } | ProbeKind::Dns { .. } | ProbeKind::Load { .. }
         ) {
             let socket = self.sockets.get_mut::<udp::Socket>(probe.handle);
             let id = socket.endpoint().port;
             while let Ok((data, _)) = socket.recv() {
+                if let ProbeKind::Load { v1, metrics, .. } = &b.target.kind {
+                    let values = crate::snmp::parse_response(*v1, i32::from(id), data);
+                    if values == Err(crate::snmp::SnmpError::OtherRequest) {
+                        continue;
+                    }
+                    let samples: Option<Vec<crate::load::MetricSample>> = values.ok().map(|v| {
+                        v.iter()
+                            .zip(metrics)
+                            .map(
+                                |(value, (_, threshold, weight))| crate::load::MetricSample {
+                                    value: *value,
+                                    threshold: *threshold,
+                                    weight: *weight,
+                                },
+                            )
+                            .collect()
+                    });
+                    b.load = samples.as_deref().and_then(crate::load::load);
+                    return Some((b.load.is_some(), (now - probe.started) * 1000));
+                }
                 let passed = match &b.target.kind {
                     ProbeKind::UdpEcv { recv, .. } => {
                         !recv.is_empty() && data.windows(recv.len()).any(|w| w == recv.as_slice())
@@ -509,7 +549,11 @@ impl MonitorCore {
                     return Some((passed, (now - probe.started) * 1000));
                 }
             }
-            return (now >= deadline).then_some((false, 0));
+            if now >= deadline {
+                b.load = None;
+                return Some((false, 0));
+            }
+            return None;
         }
         if b.target.kind == ProbeKind::Ping {
             let socket = self.sockets.get_mut::<icmp::Socket>(probe.handle);
@@ -680,12 +724,26 @@ impl MonitorCore {
             .filter(|b| b.target.service == service)
             .collect();
         let Some(first) = mine.first() else { return };
+        // LOAD bindings feed the load only, never the state.
         let states: Vec<(u32, bool, MonitorState)> = mine
             .iter()
+            .filter(|b| !matches!(b.target.kind, ProbeKind::Load { .. }))
             .map(|b| (b.target.weight, b.target.enabled, b.health.state()))
             .collect();
         self.health
             .set_up(service, service_up(&states, first.target.mon_threshold));
+        if let Some(b) = mine
+            .iter()
+            .find(|b| matches!(b.target.kind, ProbeKind::Load { .. }))
+        {
+            let passive = matches!(b.target.kind, ProbeKind::Load { passive: true, .. });
+            self.health
+                .set_load(service, b.load.map(|l| l.milli_percent));
+            self.health.set_load_excluded(
+                service,
+                b.load.is_some_and(|l| !crate::load::eligible(&l, passive)),
+            );
+        }
         let samples: Vec<Option<u64>> = mine
             .iter()
             .filter(|b| b.target.lrtm)

@@ -14,6 +14,8 @@ pub struct ServiceHealth {
     up: Box<[AtomicBool]>,
     response_us: Box<[AtomicU64]>,
     load: Box<[AtomicU64]>,
+    /// A metric crossed its threshold on a non-passive LOAD binding: out of CUSTOMLOAD.
+    load_excluded: Box<[AtomicBool]>,
 }
 
 impl ServiceHealth {
@@ -22,6 +24,7 @@ impl ServiceHealth {
             up: (0..services).map(|_| AtomicBool::new(true)).collect(),
             response_us: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
             load: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
+            load_excluded: (0..services).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 
@@ -56,6 +59,19 @@ impl ServiceHealth {
             .get(s as usize)
             .map(|r| r.load(Relaxed))
             .filter(|v| *v != NONE)
+    }
+
+    #[inline]
+    pub fn load_excluded(&self, s: ServiceId) -> bool {
+        self.load_excluded
+            .get(s as usize)
+            .is_some_and(|x| x.load(Relaxed))
+    }
+
+    pub fn set_load_excluded(&self, s: ServiceId, excluded: bool) {
+        if let Some(x) = self.load_excluded.get(s as usize) {
+            x.store(excluded, Relaxed);
+        }
     }
 
     pub fn set_load(&self, s: ServiceId, load: Option<u64>) {

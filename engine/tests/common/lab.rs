@@ -227,10 +227,10 @@ impl Lab {
     /// Stops backend `n`'s nginx (by the PID the lab recorded).
     pub fn stop_backend(&self, n: usize) {
         let pids = std::fs::read_to_string(self.dir.join("pids")).unwrap();
-        // The lab records, per backend, its nginx, socat, dnsmasq and vsftpd.
+        // The lab records, per backend, its nginx, socat, dnsmasq, vsftpd and snmpd.
         let pid = pids
             .lines()
-            .nth((n - 1) * 4)
+            .nth((n - 1) * 5)
             .expect("backend pid")
             .trim()
             .to_owned();
