@@ -549,11 +549,8 @@ impl MonitorCore {
                     return Some((passed, (now - probe.started) * 1000));
                 }
             }
-            if now >= deadline {
-                b.load = None;
-                return Some((false, 0));
-            }
-            return None;
+            // No answer: the last load stays until the monitor goes DOWN (see `finish`).
+            return (now >= deadline).then_some((false, 0));
         }
         if b.target.kind == ProbeKind::Ping {
             let socket = self.sockets.get_mut::<icmp::Socket>(probe.handle);
@@ -710,6 +707,10 @@ impl MonitorCore {
             b.last_response_us = Some(response_us.max(1));
         }
         let changed = b.health.record(now, passed).is_some();
+        // A LOAD monitor that went DOWN is not active any more: no load for its service.
+        if b.health.state() == MonitorState::Down {
+            b.load = None;
+        }
         let service = b.target.service;
         if changed || passed {
             self.publish(service);
