@@ -768,6 +768,9 @@ bind service s3 -monitorName rt
             .unwrap_or(0)
     };
     let (slow, fast, middle) = (hits("s1"), hits("s2"), hits("s3"));
+    eprintln!(
+        "LRTM new connections: 5 ms backend {slow}, 1 ms backend {fast}, 2 ms backend {middle}"
+    );
     let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
     assert!(show.contains("Response Time:"), "{show}");
     assert!(
