@@ -778,3 +778,62 @@ bind service s3 -monitorName rt
         "5 ms: {slow}, 1 ms: {fast}, 2 ms: {middle}"
     );
 }
+
+#[test]
+fn garbage_and_silent_peers_fail_their_probes_without_stalling_the_monitor_core() {
+    use std::time::Duration;
+    let mut lab = Lab::up("bad", 2);
+    // On backend 2: port 8081 answers garbage at once; port 8082 accepts and stays silent
+    // (each connection's child ends by itself after 2 s, well past the 500 ms timeout).
+    let spawn = |args: &[&str]| {
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &lab.ns("b2"), "socat"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut garbage = spawn(&[
+        "TCP4-LISTEN:8081,bind=198.18.0.12,reuseaddr,fork",
+        "SYSTEM:head -c 300 /dev/urandom",
+    ]);
+    let mut silent = spawn(&[
+        "TCP4-LISTEN:8082,bind=198.18.0.12,reuseaddr,fork",
+        "SYSTEM:sleep 2",
+    ]);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add lb monitor http-fast HTTP -interval 1 -resptimeout 500 MSEC -retries 2
+add service good 198.18.0.11 HTTP 80
+add service junk 198.18.0.12 HTTP 8081
+add service mute 198.18.0.12 HTTP 8082
+add lb vserver web HTTP {VIP} 80
+bind lb vserver web good
+bind service good -monitorName http-fast
+bind service junk -monitorName http-fast
+bind service mute -monitorName http-fast
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        lab.wait_service_state("junk", "DOWN", Duration::from_secs(6))
+            .is_some(),
+        "garbage is no status line"
+    );
+    assert!(
+        lab.wait_service_state("mute", "DOWN", Duration::from_secs(6))
+            .is_some(),
+        "no answer within resptimeout"
+    );
+    // The good service keeps being probed: its probe counter moves on.
+    assert!(
+        lab.wait_service_state("good", "UP", Duration::from_secs(2))
+            .is_some()
+    );
+    let _ = garbage.kill();
+    let _ = silent.kill();
+    let _ = garbage.wait();
+    let _ = silent.wait();
+}
