@@ -15,6 +15,13 @@ use monitors::health::Timers;
 use crate::control::Control;
 use crate::tables::Tables;
 
+/// A send/receive string as bytes, the operator's escapes (`\r\n`) applied.
+fn escaped(text: &Option<ctl::value::Text>) -> Vec<u8> {
+    text.as_ref()
+        .map(|t| monitors::core::unescape(&t.0))
+        .unwrap_or_default()
+}
+
 /// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP, USER or LOAD monitor bound
 /// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
@@ -40,16 +47,8 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                     codes: st.resp_code.clone().unwrap_or(RespCodes(vec![(200, 200)])),
                 },
                 MonitorType::TcpEcv | MonitorType::HttpEcv => ProbeKind::Ecv {
-                    send: st
-                        .send
-                        .as_ref()
-                        .map(|t| monitors::core::unescape(&t.0))
-                        .unwrap_or_default(),
-                    recv: st
-                        .recv
-                        .as_ref()
-                        .map(|t| monitors::core::unescape(&t.0))
-                        .unwrap_or_default(),
+                    send: escaped(&st.send),
+                    recv: escaped(&st.recv),
                     http: monitor.monitor_type == MonitorType::HttpEcv,
                 },
                 MonitorType::Dns => ProbeKind::Dns {
@@ -113,16 +112,8 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .unwrap_or_default(),
                 },
                 MonitorType::UdpEcv => ProbeKind::UdpEcv {
-                    send: st
-                        .send
-                        .as_ref()
-                        .map(|t| monitors::core::unescape(&t.0))
-                        .unwrap_or_default(),
-                    recv: st
-                        .recv
-                        .as_ref()
-                        .map(|t| monitors::core::unescape(&t.0))
-                        .unwrap_or_default(),
+                    send: escaped(&st.send),
+                    recv: escaped(&st.recv),
                 },
             };
             let port = match (st.dest_port, svc.port) {

@@ -422,12 +422,7 @@ impl MonitorCore {
                 self.bindings[i].health.record(now, false);
                 return;
             }
-            let handle = self.sockets.add(socket);
-            self.bindings[i].probe = Some(Probe {
-                handle,
-                started: now,
-                phase: Phase::Connecting,
-            });
+            self.begin(i, now, socket);
             return;
         }
         let mut socket = tcp::Socket::new(
@@ -442,6 +437,11 @@ impl MonitorCore {
             self.bindings[i].health.record(now, false);
             return;
         }
+        self.begin(i, now, socket);
+    }
+
+    /// Registers a probe's socket: the probe is running from `now`.
+    fn begin(&mut self, i: usize, now: u64, socket: impl smoltcp::socket::AnySocket<'static>) {
         let handle = self.sockets.add(socket);
         self.bindings[i].probe = Some(Probe {
             handle,
@@ -476,12 +476,7 @@ impl MonitorCore {
             self.bindings[i].health.record(now, false);
             return;
         }
-        let handle = self.sockets.add(socket);
-        self.bindings[i].probe = Some(Probe {
-            handle,
-            started: now,
-            phase: Phase::Connecting,
-        });
+        self.begin(i, now, socket);
     }
 
     /// A USER script's verdict: its exit status, or a failure when it outlives the timeout
