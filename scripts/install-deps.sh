@@ -7,10 +7,11 @@ set -euo pipefail
 # Debian packages.
 #  build: a C compiler (mimalloc, libbpf), libelf and zlib (libbpf, under the afxdp crate)
 #  lab:   iproute2 and ethtool (namespaces, veth, offloads), nginx with the echo module,
+#         openssl (the backends' HTTPS certificates),
 #         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk and dig (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev
-          iproute2 ethtool nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
+          iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
           curl wrk bind9-dnsutils tcpdump nftables haproxy)
 
 missing=()

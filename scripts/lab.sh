@@ -9,7 +9,8 @@
 # One-arm layout (default), all on 198.18.0.0/24 through the bridge br0 in fl-TAG-sw:
 #   fl-TAG-cli   client         198.18.0.50   (eth0)
 #   fl-TAG-lb    the engine     fl-lb0, no kernel address: fulcrumd answers for SNIP .2, VIP .100
-#   fl-TAG-bN    backend N      198.18.0.(10+N), nginx on :80 answering "backend-N"
+#   fl-TAG-bN    backend N      198.18.0.(10+N), nginx on :80 and :443 (HTTPS, self-signed)
+#                               answering "backend-N"
 # Two-arm layout (`twoarm`): the client side is 198.19.0.0/24 on br0 (client 198.19.0.50,
 # VIP 198.19.0.100, engine port fl-lb0); the server side is 198.18.0.0/24 on br1 (SNIP
 # 198.18.0.2, engine port fl-lb1, backends as above).
@@ -51,6 +52,11 @@ nginx_conf() { # nginx_conf N ADDR
   mkdir -p "$d/tmp" "$d/html"
   chmod 755 "$dir" "$d" "$d/html"
   head -c 52428800 /dev/urandom > "$d/html/big.bin"
+  # A self-signed end-entity certificate for HTTPS (CA:FALSE: webpki refuses a CA as a server).
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -keyout "$d/key.pem" -out "$d/cert.pem" -subj "/CN=backend-$n" \
+    -addext "subjectAltName=IP:$addr" -addext "basicConstraints=critical,CA:FALSE" \
+    -addext "extendedKeyUsage=serverAuth" 2>/dev/null
   cat > "$d/nginx.conf" <<CONF
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 worker_processes 1;
@@ -65,6 +71,9 @@ http {
   keepalive_requests 100000;
   server {
     listen $addr:80 reuseport backlog=4096;
+    listen $addr:443 ssl;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate $d/cert.pem; ssl_certificate_key $d/key.pem;
     root $d/html;
     add_header X-Backend backend-$n always;
     location = / { return 200 "backend-$n\n"; }

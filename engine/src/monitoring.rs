@@ -23,7 +23,7 @@ fn escaped(text: &Option<ctl::value::Text>) -> Vec<u8> {
 }
 
 /// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP, USER or LOAD monitor bound
-/// (or defaulted) to a service the tables know. Other monitor types are not probed yet.
+/// (or defaulted) to a service the tables know.
 pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     let mut out = Vec::new();
     for (id, rt) in tables.services.iter().enumerate() {
@@ -33,9 +33,6 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
         };
         for (monitor, binding) in config.effective_monitors(svc) {
             let st = &monitor.settings;
-            if st.secure.is_yes() {
-                continue;
-            }
             let kind = match monitor.monitor_type {
                 MonitorType::Ping => ProbeKind::Ping,
                 MonitorType::Tcp => ProbeKind::Tcp,
@@ -139,6 +136,7 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                 enabled: binding.mon_state.is_enabled() && st.state.is_enabled(),
                 lrtm: st.lrtm.is_enabled(),
                 mon_threshold: svc.settings.mon_threshold.get() as u32,
+                secure: st.secure.is_yes(),
             });
         }
     }

@@ -639,6 +639,68 @@ bind service s2 -monitorName script
 }
 
 #[test]
+fn secure_monitors_probe_https_backends() {
+    use std::time::Duration;
+    let mut lab = Lab::up("tls", 3);
+    // TCPS, HTTPS and HTTPS-ECV against the backends' nginx on 443 (self-signed certificates,
+    // which monitors accept like NetScaler's); a TCPS monitor on plain-HTTP port 80 and an
+    // HTTPS-ECV monitor expecting the wrong string fail.
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service t1 198.18.0.11 TCP 443
+add service t2 198.18.0.12 TCP 443
+add service t3 198.18.0.13 TCP 443
+add service plain 198.18.0.11 TCP 80
+add service wrong 198.18.0.12 SSL_BRIDGE 443
+add lb monitor m-tcps TCP -secure YES -interval 1 -resptimeout 500 MSEC -retries 2 -LRTM ENABLED
+add lb monitor m-https HTTP -secure YES -httpRequest \"GET /\" -interval 1 -resptimeout 500 MSEC -retries 2 -LRTM ENABLED
+add lb monitor m-ecv HTTP-ECV -secure YES -send \"GET /\" -recv backend-3 -interval 1 -resptimeout 500 MSEC -retries 2
+add lb monitor m-wrong HTTP-ECV -secure YES -send \"GET /\" -recv backend-9 -interval 1 -resptimeout 500 MSEC -retries 2
+bind service t1 -monitorName m-tcps
+bind service t2 -monitorName m-https
+bind service t3 -monitorName m-ecv
+bind service plain -monitorName m-tcps
+bind service wrong -monitorName m-wrong
+add lb vserver web TCP {VIP} 443 -lbMethod ROUNDROBIN
+bind lb vserver web t1
+bind lb vserver web t2
+bind lb vserver web t3
+bind lb vserver web plain
+"
+    );
+    lab.start(&conf, 443);
+    for (service, state, why) in [
+        ("t1", "UP", "TCPS completed its handshake"),
+        ("t2", "UP", "HTTPS got 200"),
+        ("t3", "UP", "HTTPS-ECV found its string"),
+        ("plain", "DOWN", "TCPS against plain HTTP"),
+        ("wrong", "DOWN", "HTTPS-ECV missing its string"),
+    ] {
+        assert!(
+            lab.wait_service_state(service, state, Duration::from_secs(6))
+                .is_some(),
+            "{service}: {why}"
+        );
+    }
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "t2"]).stdout).into_owned();
+    assert!(show.contains("Response Time:"), "{show}");
+    // Through the vserver, every TLS session reaches an UP backend: none lands on port 80.
+    let url = format!("https://{}/", lab.vip);
+    let mut args = vec!["curl", "-sk", "-m", "20", "-H", "Connection: close"];
+    args.extend(std::iter::repeat_n(url.as_str(), 15));
+    let out = lab.client(&args);
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(names.len(), 15, "{names:?}");
+    for n in 1..=3 {
+        let got = count(&names, &format!("backend-{n}"));
+        assert!((4..=6).contains(&got), "{names:?}");
+    }
+}
+
+#[test]
 fn ftp_monitors_log_in() {
     use std::time::Duration;
     let mut lab = Lab::up("ftp", 2);

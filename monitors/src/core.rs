@@ -2,11 +2,12 @@
 //! bounded channel (frames for the SNIP's monitor ports, ICMP to it, ARP replies) and sending
 //! through a worker; it runs every probe and publishes service state and LRTM response times.
 //!
-//! Probes so far: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the
-//! established connection → status line, checked against `-respCode`), TCP-ECV, HTTP-ECV and
-//! UDP-ECV (send string → receive string), DNS (query → answer holding `-IPAddress`), USER
-//! (a script's exit status within the response timeout). Other monitor types are not probed yet: their services keep
-//! their published state (UP).
+//! Probes: PING (echo request → reply), TCP (SYN → SYN+ACK), HTTP (request on the established
+//! connection → status line, checked against `-respCode`), TCP-ECV, HTTP-ECV and UDP-ECV (send
+//! string → receive string), DNS (query → answer holding `-IPAddress`), FTP (user name →
+//! 230), USER (a script's exit status within the response timeout), LOAD (SNMP GET → load),
+//! and with `-secure YES` TCPS (SYN → TLS handshake complete), HTTPS and HTTPS-ECV (the same
+//! exchanges inside TLS, see [`crate::tls`]).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -23,6 +24,7 @@ use smoltcp::wire::{EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr
 
 use crate::health::{BindingHealth, MonitorState, Timers, service_up};
 use crate::publish::{ServiceHealth, ServiceId};
+use crate::tls::TlsStream;
 
 /// Frames between the workers and the monitor core.
 #[derive(Debug)]
@@ -188,6 +190,35 @@ pub fn unescape(text: &str) -> Vec<u8> {
     out
 }
 
+/// Most of an answer a TCP probe keeps: enough for any status line or receive string.
+const REPLY_LIMIT: usize = 64 * 1024;
+
+/// Writes `bytes` on a probe's connection, through its TLS session when it has one.
+fn send_on(socket: &mut tcp::Socket, tls: Option<&mut TlsStream>, bytes: &[u8]) -> bool {
+    match tls {
+        Some(tls) => tls.write(bytes).is_ok() && tls.pump(socket).is_ok(),
+        None => socket.send_slice(bytes) == Ok(bytes.len()),
+    }
+}
+
+/// Appends what arrived on a probe's connection (plaintext for TLS) to `reply`, up to
+/// [`REPLY_LIMIT`].
+fn receive_on(socket: &mut tcp::Socket, tls: Option<&mut TlsStream>, reply: &mut Vec<u8>) {
+    match tls {
+        Some(tls) => tls.read_into(reply),
+        None => {
+            let mut buf = [0u8; 1024];
+            while socket.can_recv() && reply.len() < REPLY_LIMIT {
+                match socket.recv_slice(&mut buf) {
+                    Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
+                    _ => break,
+                }
+            }
+        }
+    }
+    reply.truncate(REPLY_LIMIT);
+}
+
 /// A monitor bound to a service: where and how to probe, and how results count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
@@ -203,6 +234,8 @@ pub struct Target {
     pub lrtm: bool,
     /// The service's `-monThreshold`.
     pub mon_threshold: u32,
+    /// `-secure YES`: TCP, HTTP, TCP-ECV and HTTP-ECV run over TLS (TCPS, HTTPS, HTTPS-ECV).
+    pub secure: bool,
 }
 
 #[derive(Debug)]
@@ -226,6 +259,8 @@ struct Probe {
     handle: SocketHandle,
     started: u64,
     phase: Phase,
+    /// The TLS session of a secure probe, from the moment its connection is established.
+    tls: Option<Box<TlsStream>>,
 }
 
 #[derive(Debug)]
@@ -249,6 +284,7 @@ pub struct MonitorCore {
     health: Arc<ServiceHealth>,
     next_port: u16,
     ports: std::ops::Range<u16>,
+    tls_config: Arc<rustls::ClientConfig>,
 }
 
 impl std::fmt::Debug for MonitorCore {
@@ -287,6 +323,7 @@ impl MonitorCore {
             health,
             next_port: ports.start,
             ports,
+            tls_config: crate::tls::client_config(),
         }
     }
 
@@ -447,6 +484,7 @@ impl MonitorCore {
             handle,
             started: now,
             phase: Phase::Connecting,
+            tls: None,
         });
     }
 
@@ -564,23 +602,36 @@ impl MonitorCore {
         }
         let socket = self.sockets.get_mut::<tcp::Socket>(probe.handle);
         let state = socket.state();
-        if matches!(state, tcp::State::Closed | tcp::State::TimeWait)
-            && matches!(probe.phase, Phase::Connecting)
-        {
-            return Some((false, 0)); // refused (RST) or never reachable
+        let connecting = matches!(probe.phase, Phase::Connecting);
+        if matches!(state, tcp::State::Closed | tcp::State::TimeWait) && connecting {
+            return Some((false, 0)); // refused (RST), never reachable, or closed mid-handshake
         }
+        if connecting && state == tcp::State::Established && b.target.secure && probe.tls.is_none()
+        {
+            match TlsStream::new(&self.tls_config, b.target.addr) {
+                Ok(tls) => probe.tls = Some(Box::new(tls)),
+                Err(_) => return Some((false, 0)),
+            }
+        }
+        if let Some(tls) = probe.tls.as_mut()
+            && tls.pump(socket).is_err()
+        {
+            return Some((false, 0)); // alert, bad record or bad handshake signature
+        }
+        // Established, and for a secure probe the handshake complete.
+        let ready =
+            state == tcp::State::Established && probe.tls.as_ref().is_none_or(|t| !t.handshaking());
         match (&b.target.kind, &mut probe.phase) {
-            (ProbeKind::Tcp, Phase::Connecting) if state == tcp::State::Established => {
+            // TCP: SYN → SYN+ACK; TCPS: SYN → handshake complete.
+            (ProbeKind::Tcp, Phase::Connecting) if ready => {
                 Some((true, (now - probe.started) * 1000))
             }
-            (ProbeKind::Http { request, .. }, Phase::Connecting)
-                if state == tcp::State::Established =>
-            {
+            (ProbeKind::Http { request, .. }, Phase::Connecting) if ready => {
                 let text = format!(
                     "{request} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
                     b.target.addr
                 );
-                if socket.send_slice(text.as_bytes()).is_err() {
+                if !send_on(socket, probe.tls.as_deref_mut(), text.as_bytes()) {
                     return Some((false, 0));
                 }
                 probe.phase = Phase::Sent {
@@ -589,7 +640,7 @@ impl MonitorCore {
                 };
                 None
             }
-            (ProbeKind::Ftp { .. }, Phase::Connecting) if state == tcp::State::Established => {
+            (ProbeKind::Ftp { .. }, Phase::Connecting) if ready => {
                 probe.phase = Phase::Ftp {
                     stage: 0,
                     at: now,
@@ -624,9 +675,7 @@ impl MonitorCore {
                 }
                 (now >= deadline || !socket.may_recv()).then_some((false, 0))
             }
-            (ProbeKind::Ecv { send, http, .. }, Phase::Connecting)
-                if state == tcp::State::Established =>
-            {
+            (ProbeKind::Ecv { send, http, .. }, Phase::Connecting) if ready => {
                 let text = if *http {
                     let line = String::from_utf8_lossy(send);
                     format!(
@@ -637,7 +686,7 @@ impl MonitorCore {
                 } else {
                     send.clone()
                 };
-                if socket.send_slice(&text).is_err() {
+                if !send_on(socket, probe.tls.as_deref_mut(), &text) {
                     return Some((false, 0));
                 }
                 probe.phase = Phase::Sent {
@@ -647,26 +696,14 @@ impl MonitorCore {
                 None
             }
             (ProbeKind::Ecv { recv, .. }, Phase::Sent { at, reply }) => {
-                let mut buf = [0u8; 1024];
-                while socket.can_recv() && reply.len() < 64 * 1024 {
-                    match socket.recv_slice(&mut buf) {
-                        Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
-                        _ => break,
-                    }
-                }
+                receive_on(socket, probe.tls.as_deref_mut(), reply);
                 if !recv.is_empty() && reply.windows(recv.len()).any(|w| w == recv.as_slice()) {
                     return Some((true, (now - *at) * 1000));
                 }
                 (now >= deadline || !socket.may_recv()).then_some((false, 0))
             }
             (ProbeKind::Http { codes, .. }, Phase::Sent { at, reply }) => {
-                let mut buf = [0u8; 1024];
-                while socket.can_recv() {
-                    match socket.recv_slice(&mut buf) {
-                        Ok(n) if n > 0 => reply.extend_from_slice(&buf[..n]),
-                        _ => break,
-                    }
-                }
+                receive_on(socket, probe.tls.as_deref_mut(), reply);
                 if let Some(end) = reply.windows(2).position(|w| w == b"\r\n") {
                     let line = String::from_utf8_lossy(&reply[..end]);
                     let code = line
@@ -821,6 +858,7 @@ mod tests {
             enabled: true,
             lrtm: false,
             mon_threshold: 0,
+            secure: false,
         };
         core.set_targets(
             vec![

@@ -4,11 +4,10 @@
 //!   downTime, reverse) and monitor states → service state (monThreshold, weights).
 //! * [`load`] — the CUSTOMLOAD load formula and threshold exclusion; the LRTM mean.
 //! * [`publish`] — what the monitor core publishes to the workers, lock-free.
-//! * [`core`] — the monitor core: a smoltcp interface over frame channels, TCP and HTTP probes.
-//!
-//! The probes themselves (PING, TCP, HTTP, ECV, DNS, FTP, USER, LOAD and their TLS variants)
-//! come next as sans-IO state machines driven by the monitor core over smoltcp; their
-//! configuration is already modelled in `ctl::conf::MonitorSettings`.
+//! * [`core`] — the monitor core: a smoltcp interface over frame channels running every probe
+//!   (PING, TCP, HTTP, ECV, DNS, FTP, USER, LOAD and the TLS variants) against virtual time.
+//! * [`tls`] — the rustls session of the secure probes, pumped over a smoltcp socket.
+//! * [`snmp`] — SNMP v1/v2c GET requests and responses for LOAD monitors.
 #![forbid(unsafe_code)]
 
 pub mod core;
@@ -16,3 +15,4 @@ pub mod health;
 pub mod load;
 pub mod publish;
 pub mod snmp;
+pub mod tls;

@@ -134,16 +134,18 @@ impl Lab {
         self.daemon = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
+            // Port 443 is the backends' HTTPS (self-signed: -k).
+            let scheme = if probe_port == 443 { "https" } else { "http" };
             let out = self.client(&[
                 "curl",
-                "-s",
+                "-sk",
                 "-m",
                 "1",
                 "-o",
                 "/dev/null",
                 "-w",
                 "%{http_code}",
-                &format!("http://{}:{probe_port}/", self.vip),
+                &format!("{scheme}://{}:{probe_port}/", self.vip),
             ]);
             if String::from_utf8_lossy(&out.stdout) == "200" {
                 return;
