@@ -21,6 +21,35 @@ pub struct ServiceStats {
     pub window_bytes: u64,
     pub response_time_us: Option<u64>,
     pub load: Option<u64>,
+    /// Disabled with a delay or gracefully, and not out of service yet.
+    pub going_out: Option<GoingOut>,
+}
+
+/// A service GOING OUT OF SERVICE (`disable service <s> [<delay>] [-graceFul YES]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GoingOut {
+    pub graceful: bool,
+    pub active: u64,
+    /// Seconds until OUT OF SERVICE when a delay bounds it.
+    pub remaining_s: Option<u64>,
+}
+
+impl std::fmt::Display for GoingOut {
+    /// NetScaler's wording: `Graceful (number of active clients: 1), Out Of Service in 1998
+    /// seconds`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if self.graceful {
+            parts.push(format!(
+                "Graceful (number of active clients: {})",
+                self.active
+            ));
+        }
+        if let Some(s) = self.remaining_s {
+            parts.push(format!("Out Of Service in {s} seconds"));
+        }
+        f.write_str(&parts.join(", "))
+    }
 }
 
 /// What the running engine knows about one vserver.
@@ -54,7 +83,11 @@ fn endpoint(config: &Config, s: &Service) -> String {
 
 fn service_state(config: &Config, s: &Service, rt: &dyn Runtime) -> &'static str {
     if !s.settings.state.is_enabled() {
-        "OUT OF SERVICE"
+        if rt.service(s.name.as_str()).going_out.is_some() {
+            "GOING OUT OF SERVICE"
+        } else {
+            "OUT OF SERVICE"
+        }
     } else if rt.service(s.name.as_str()).up
         || !s.settings.health_monitor.is_yes()
         || config.effective_monitors(s).is_empty()
@@ -150,7 +183,12 @@ fn show_service(config: &Config, s: &Service, rt: &dyn Runtime, out: &mut String
         endpoint(config, s),
         s.service_type
     ));
-    out.push_str(&format!("\tState: {}\n", service_state(config, s, rt)));
+    match rt.service(s.name.as_str()).going_out {
+        Some(going) if !s.settings.state.is_enabled() => {
+            out.push_str(&format!("\tState: GOING OUT OF SERVICE ({going})\n"));
+        }
+        _ => out.push_str(&format!("\tState: {}\n", service_state(config, s, rt))),
+    }
     out.push_str(&format!("\tServer Name: {}\n", s.server));
     out.push_str(&format!(
         "\tServer ID : None \tMonitor Threshold : {}\n",

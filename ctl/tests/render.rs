@@ -2,7 +2,7 @@
 
 use ctl::conf::replay_text;
 use ctl::grammar::Object;
-use ctl::render::{Runtime, ServiceStats, VserverStats, show, stat};
+use ctl::render::{GoingOut, Runtime, ServiceStats, VserverStats, show, stat};
 
 struct Fixed;
 
@@ -18,6 +18,12 @@ impl Runtime for Fixed {
             window_bytes: 400,
             response_time_us: Some(1500),
             load: None,
+            // s1 is disabled gracefully with a 2000 s cap in the test below.
+            going_out: (name == "s1").then_some(GoingOut {
+                graceful: true,
+                active: 2,
+                remaining_s: Some(1998),
+            }),
         }
     }
     fn vserver(&self, _: &str) -> VserverStats {
@@ -85,4 +91,17 @@ fn stat_and_json_carry_the_counters() {
     assert_eq!(json[1]["state"], "DOWN");
     let running = show(&c, Object::NsRunningConfig, None, false, &Fixed).unwrap();
     assert!(running.starts_with("add ns ip 198.18.0.2"), "{running}");
+}
+
+#[test]
+fn a_draining_service_is_going_out_of_service() {
+    let (c, e) = replay_text(&format!(
+        "{CONF}disable service s1 2000 -graceFul YES\ndisable service s2\n"
+    ));
+    assert!(e.is_empty(), "{e:?}");
+    let out = show(&c, Object::Service, Some("s1"), false, &Fixed).unwrap();
+    let want = "\tState: GOING OUT OF SERVICE (Graceful (number of active clients: 2), Out Of Service in 1998 seconds)";
+    assert!(out.lines().any(|l| l == want), "missing {want:?} in\n{out}");
+    let out = show(&c, Object::Service, Some("s2"), false, &Fixed).unwrap();
+    assert!(out.lines().any(|l| l == "\tState: OUT OF SERVICE"), "{out}");
 }

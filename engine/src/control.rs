@@ -5,13 +5,14 @@
 //! A rejected command changes nothing: it is applied to a copy, and the copy replaces the
 //! running configuration only when every part of it (all members of a `[a-b]` range) applied.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use ctl::command::Command;
@@ -22,6 +23,7 @@ use ctl::proto::{DONE, MAX_LINE};
 use ctl::render::{self, Runtime, ServiceStats, VserverStats};
 
 use crate::counters::Counters;
+use crate::drain::Drain;
 use crate::health::ServiceHealth;
 use crate::lb::RoundRobinReason;
 use crate::tables::{ServiceIds, Tables};
@@ -31,6 +33,9 @@ struct State {
     config: Config,
     ids: ServiceIds,
     generation: u64,
+    /// Services being taken out of service (`disable service` with a delay or -graceFul), by
+    /// name; kept across generations while the service stays disabled.
+    drains: HashMap<String, Drain>,
 }
 
 /// The control plane of one daemon.
@@ -42,6 +47,8 @@ pub struct Control {
     pub counters: Arc<Counters>,
     pub health: Arc<ServiceHealth>,
     pub drops: Arc<SharedDrops>,
+    /// The daemon's clock: the workers' milliseconds count from here.
+    pub clock: Instant,
 }
 
 impl std::fmt::Debug for Control {
@@ -84,6 +91,7 @@ impl Control {
                 config: setup.config,
                 ids,
                 generation: 1,
+                drains: HashMap::new(),
             }),
             config_path: setup.config_path,
             max_services: setup.max_services,
@@ -91,17 +99,35 @@ impl Control {
             counters: setup.counters,
             health: setup.health,
             drops: setup.drops,
+            clock: Instant::now(),
         })
+    }
+
+    /// Milliseconds on the workers' clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.elapsed().as_millis() as u64
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Makes `next` the running configuration and publishes its tables.
-    fn publish(&self, state: &mut State, next: Config) -> Result<(), CliError> {
+    /// Makes `next` the running configuration and publishes its tables, with the drains in
+    /// progress (only those of services still disabled are kept).
+    fn publish(
+        &self,
+        state: &mut State,
+        next: Config,
+        mut drains: HashMap<String, Drain>,
+    ) -> Result<(), CliError> {
+        drains.retain(|name, _| {
+            next.services
+                .get(name.as_str())
+                .is_some_and(|s| !s.settings.state.is_enabled())
+        });
         let mut ids = state.ids.clone();
-        let tables = Tables::build(&next, &mut ids, state.generation + 1);
+        let mut tables = Tables::build(&next, &mut ids, state.generation + 1);
+        tables.apply_drains(&drains);
         if tables.services.len() > self.max_services {
             return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
                 "More services than the profile's max_services {}",
@@ -111,6 +137,7 @@ impl Control {
         state.generation += 1;
         state.ids = ids;
         state.config = next;
+        state.drains = drains;
         self.published.store(Arc::new(tables));
         Ok(())
     }
@@ -120,14 +147,17 @@ impl Control {
         let mut state = self.lock();
         let mut next = state.config.clone();
         next.apply_all(cmds)?;
-        self.publish(&mut state, next)
+        let drains = drains_after(&state.drains, cmds, self.now_ms());
+        self.publish(&mut state, next, drains)
     }
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
     pub fn reload_file(&self) -> Result<u64, String> {
         let next = conf::load(&self.config_path).map_err(|e| e.to_string())?;
         let mut state = self.lock();
-        self.publish(&mut state, next).map_err(|e| e.to_string())?;
+        let drains = state.drains.clone();
+        self.publish(&mut state, next, drains)
+            .map_err(|e| e.to_string())?;
         Ok(state.generation)
     }
 
@@ -165,6 +195,7 @@ impl Control {
         let rt = LiveRuntime {
             control: self,
             config: &state.config,
+            drains: &state.drains,
             tables: self.published.load_full(),
         };
         match cmd {
@@ -205,10 +236,42 @@ impl Control {
     }
 }
 
+/// The drains once `cmds` (already validated) have run at `now_ms`.
+fn drains_after(
+    drains: &HashMap<String, Drain>,
+    cmds: &[Command],
+    now_ms: u64,
+) -> HashMap<String, Drain> {
+    let mut next = drains.clone();
+    for cmd in cmds {
+        match cmd {
+            Command::DisableService {
+                name,
+                delay,
+                graceful,
+            } => {
+                let drain = Drain::new(now_ms, delay.map(|d| d.get()), graceful.is_yes());
+                next.insert(name.0.clone(), drain);
+            }
+            Command::EnableService { name } | Command::RmService { name } => {
+                next.remove(name.as_str());
+            }
+            Command::RenameService { name, new_name } => {
+                if let Some(d) = next.remove(name.as_str()) {
+                    next.insert(new_name.0.clone(), d);
+                }
+            }
+            _ => {}
+        }
+    }
+    next
+}
+
 struct LiveRuntime<'a> {
     control: &'a Control,
     /// The running configuration, borrowed from the locked state.
     config: &'a Config,
+    drains: &'a HashMap<String, Drain>,
     tables: Arc<Tables>,
 }
 
@@ -238,6 +301,14 @@ impl Runtime for LiveRuntime<'_> {
             window_bytes: t.window_bytes,
             response_time_us: self.control.health.response_time(id),
             load: self.control.health.load(id),
+            going_out: self.drains.get(name).and_then(|d| {
+                let going = d.going(self.control.now_ms(), t.active)?;
+                Some(ctl::render::GoingOut {
+                    graceful: going.graceful,
+                    active: t.active,
+                    remaining_s: going.remaining_s,
+                })
+            }),
         }
     }
 

@@ -48,8 +48,8 @@ impl fmt::Display for RunSummary {
         let s = &self.stats;
         writeln!(
             f,
-            "frames received {}, sent {}, flows created {}, expired {}",
-            s.rx, s.tx, s.flows_created, s.flows_expired
+            "frames received {}, sent {}, flows created {}, expired {}, flushed {}",
+            s.rx, s.tx, s.flows_created, s.flows_expired, s.flows_flushed
         )?;
         for (name, t) in &self.services {
             writeln!(
@@ -179,7 +179,8 @@ pub fn run(
         plans.push((w, writer, ports));
     }
 
-    let clock = Instant::now();
+    // One clock for the workers, the monitor core and the control plane's drains.
+    let clock = control.clock;
     let mut handles = Vec::new();
     let mut opened = Vec::new();
     // Rings between the workers and the monitor core (SPEC §1): frames for it, frames from it.
@@ -288,6 +289,7 @@ pub fn run(
             summary.stats.tx += s.tx;
             summary.stats.flows_created += s.flows_created;
             summary.stats.flows_expired += s.flows_expired;
+            summary.stats.flows_flushed += s.flows_flushed;
             for (reason, n) in w.drops.nonzero() {
                 summary.drops.add(reason, n);
             }

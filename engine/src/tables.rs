@@ -33,6 +33,9 @@ pub struct RtService {
     pub path: Option<(Ipv4Addr, Ipv4Addr)>,
     pub timeouts: Timeouts,
     pub down_state_flush: bool,
+    /// Disabled: from this time (the workers' clock, ms) its flows are flushed when
+    /// `down_state_flush`; `None` while enabled or draining gracefully (see [`crate::drain`]).
+    pub flush_from_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -149,6 +152,7 @@ impl Tables {
                 .get(s.server.as_str())
                 .is_none_or(|sv| sv.settings.state.is_enabled());
             let (clt, _) = s.service_type.default_timeouts();
+            let enabled = s.settings.state.is_enabled() && server_enabled;
             let idle = s.settings.clt_timeout.map_or(clt, |t| t.get()) * 1000;
             services[id] = Some(RtService {
                 name: s.name.0.clone(),
@@ -158,7 +162,7 @@ impl Tables {
                     Port::Number(p) => Some(p),
                 },
                 transport: s.service_type.transport(),
-                enabled: s.settings.state.is_enabled() && server_enabled,
+                enabled,
                 path: path_to(addr),
                 timeouts: Timeouts {
                     embryonic: 30_000,
@@ -167,6 +171,7 @@ impl Tables {
                     closed: 2_000,
                 },
                 down_state_flush: s.settings.down_state_flush.is_enabled(),
+                flush_from_ms: (!enabled).then_some(0),
             });
         }
 
@@ -255,6 +260,16 @@ impl Tables {
     }
 
     #[inline]
+    /// Applies the disables in progress: a draining service's flows are flushed from its
+    /// drain's time on instead of at once.
+    pub fn apply_drains(&mut self, drains: &HashMap<String, crate::drain::Drain>) {
+        for svc in self.services.iter_mut().flatten() {
+            if let (false, Some(d)) = (svc.enabled, drains.get(&svc.name)) {
+                svc.flush_from_ms = d.flush_from();
+            }
+        }
+    }
+
     pub fn service(&self, id: ServiceId) -> Option<&RtService> {
         self.services.get(id as usize)?.as_ref()
     }

@@ -38,10 +38,13 @@ pub enum DropReason {
     Ignored,
     /// A frame for the monitor core while none runs.
     NoMonitorCore,
+    /// Of a flow flushed because its service went DOWN or out of service (downStateFlush);
+    /// TCP peers were sent RSTs.
+    Flushed,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 18] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -59,6 +62,7 @@ impl DropReason {
         Self::NoRoute,
         Self::Ignored,
         Self::NoMonitorCore,
+        Self::Flushed,
     ];
 
     pub fn index(self) -> usize {
@@ -86,6 +90,7 @@ impl fmt::Display for DropReason {
             Self::NoRoute => "no route",
             Self::Ignored => "ignored",
             Self::NoMonitorCore => "no monitor core",
+            Self::Flushed => "flushed (service down)",
         })
     }
 }

@@ -273,6 +273,74 @@ pub fn rewrite(frame: &mut [u8], p: &Ipv4, src: (Ipv4Addr, u16), dst: (Ipv4Addr,
     }
 }
 
+/// A TCP segment's sequence and acknowledgement numbers and the sequence space it uses
+/// (payload, plus one each for SYN and FIN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpNumbers {
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+}
+
+/// The numbers of the TCP segment `p` parsed from `frame` (`None` if it is not TCP).
+pub fn tcp_numbers(frame: &[u8], p: &Ipv4) -> Option<TcpNumbers> {
+    if p.proto != Proto::Tcp || frame.len() < p.l4 + 20 {
+        return None;
+    }
+    let read32 =
+        |at: usize| u32::from_be_bytes([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
+    let total = usize::from(read16(frame, ETH_LEN + 2));
+    let header = (p.l4 - ETH_LEN) + usize::from(frame[p.l4 + 12] >> 4) * 4;
+    let payload = total.saturating_sub(header) as u32;
+    Some(TcpNumbers {
+        seq: read32(p.l4 + 4),
+        ack: read32(p.l4 + 8),
+        len: payload + u32::from(p.tcp.syn) + u32::from(p.tcp.fin),
+    })
+}
+
+/// Writes a TCP RST from `src` to `dst` into `buf` (at least 60 bytes) and returns the frame
+/// length (the 60-byte Ethernet minimum). With `ack`, it is RST+ACK acknowledging `ack`.
+pub fn tcp_rst(
+    buf: &mut [u8],
+    macs: (Mac, Mac),
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+    seq: u32,
+    ack: Option<u32>,
+) -> usize {
+    const LEN: usize = 60;
+    buf[..LEN].fill(0);
+    set_macs(buf, macs.0, macs.1);
+    write16(buf, 12, ETHERTYPE_IPV4);
+    let ip = ETH_LEN;
+    buf[ip] = 0x45;
+    write16(buf, ip + 2, 40);
+    buf[ip + 6] = 0x40; // don't fragment
+    buf[ip + 8] = 64;
+    buf[ip + 9] = Proto::Tcp.number();
+    buf[ip + 12..ip + 16].copy_from_slice(&src.0.octets());
+    buf[ip + 16..ip + 20].copy_from_slice(&dst.0.octets());
+    let s = checksum(&buf[ip..ip + 20]);
+    write16(buf, ip + 10, s);
+    let t = ip + 20;
+    write16(buf, t, src.1);
+    write16(buf, t + 2, dst.1);
+    buf[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+    buf[t + 8..t + 12].copy_from_slice(&ack.unwrap_or(0).to_be_bytes());
+    buf[t + 12] = 5 << 4;
+    buf[t + 13] = if ack.is_some() { 0x14 } else { 0x04 }; // RST(+ACK)
+    // The checksum covers the pseudo-header (addresses, protocol, TCP length) and the header.
+    let mut pseudo = [0u8; 32];
+    pseudo[..8].copy_from_slice(&buf[ip + 12..ip + 20]);
+    pseudo[9] = Proto::Tcp.number();
+    pseudo[11] = 20;
+    pseudo[12..].copy_from_slice(&buf[t..t + 20]);
+    let s = checksum(&pseudo);
+    write16(buf, t + 16, s);
+    LEN
+}
+
 /// Turns an ARP request for `our_ip` into the reply from `our_mac`, in place.
 pub fn arp_reply_in_place(frame: &mut [u8], arp: &Arp, our_mac: Mac) {
     set_macs(frame, our_mac, arp.sender_mac);
@@ -327,4 +395,42 @@ pub fn echo_reply_in_place(frame: &mut [u8], p: &Ipv4, our_mac: Mac, peer_mac: M
 /// The full checksum of `bytes` (for tests and for frames the engine builds).
 pub fn checksum(bytes: &[u8]) -> u16 {
     !fold(sum16(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resets_are_valid_segments_with_the_numbers_asked_for() {
+        let mut buf = [0u8; 60];
+        let src = (Ipv4Addr::new(198, 18, 0, 100), 80);
+        let dst = (Ipv4Addr::new(198, 18, 0, 50), 40000);
+        for ack in [None, Some(7)] {
+            let len = tcp_rst(&mut buf, ([2; 6], [4; 6]), src, dst, 123_456, ack);
+            let eth = etherparse::SlicedPacket::from_ethernet(&buf[..len]).unwrap();
+            let Some(etherparse::NetSlice::Ipv4(ip)) = eth.net else {
+                panic!("not IPv4")
+            };
+            assert_eq!(ip.header().to_header().calc_header_checksum(), {
+                ip.header().header_checksum()
+            });
+            let Some(etherparse::TransportSlice::Tcp(tcp)) = eth.transport else {
+                panic!("not TCP")
+            };
+            assert!(tcp.rst() && tcp.ack() == ack.is_some());
+            assert_eq!(tcp.sequence_number(), 123_456);
+            assert_eq!(tcp.acknowledgment_number(), ack.unwrap_or(0));
+            let expected = tcp
+                .to_header()
+                .calc_checksum_ipv4(&ip.header().to_header(), &[])
+                .unwrap();
+            assert_eq!(tcp.checksum(), expected);
+            let Ok(Packet::Ipv4(p)) = parse(&buf[..len]) else {
+                panic!("our parser refuses it")
+            };
+            let n = tcp_numbers(&buf[..len], &p).unwrap();
+            assert_eq!((n.seq, n.len), (123_456, 0));
+        }
+    }
 }

@@ -72,6 +72,8 @@ pub struct WorkerStats {
     pub tx: u64,
     pub flows_created: u64,
     pub flows_expired: u64,
+    /// Flows ended by downStateFlush.
+    pub flows_flushed: u64,
 }
 
 /// Selection reads live state: configuration, health from the monitor core, counters summed
@@ -265,18 +267,22 @@ impl Worker {
             };
         }
         // 2. Look up.
-        for st in stage.iter_mut().take(n) {
-            if let Stage::Lookup(ip, snip_bound) = *st {
-                *st = match self.flows.lookup(&flow_key(&ip)) {
+        for i in 0..n {
+            if let Stage::Lookup(ip, snip_bound) = stage[i] {
+                let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
+                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
                     Some((slot, side)) => Stage::Forward(ip, slot, side),
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
-                    None if snip_bound
-                        && self.monitor
-                        && crate::nat::MONITOR_PORTS.contains(&ip.dst_port) =>
-                    {
+                    None if snip_bound && monitor_port && self.monitor => {
                         Stage::Done(Verdict::ToMonitor)
                     }
-                    None if snip_bound => Stage::Done(Verdict::Drop(DropReason::NoMonitorCore)),
+                    None if snip_bound && monitor_port => {
+                        Stage::Done(Verdict::Drop(DropReason::NoMonitorCore))
+                    }
+                    None if snip_bound => {
+                        self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                        Stage::Done(Verdict::Drop(DropReason::NoFlow))
+                    }
                     None => Stage::New(ip),
                 };
             }
@@ -288,7 +294,12 @@ impl Worker {
                     Some((slot, side)) => Stage::Forward(ip, slot, side),
                     None => match self.new_flow(now_ms, in_port, frames[i].bytes(), &ip) {
                         Ok(slot) => Stage::Forward(ip, slot, Side::Client),
-                        Err(reason) => Stage::Done(Verdict::Drop(reason)),
+                        Err(reason) => {
+                            if reason == DropReason::NoFlow {
+                                self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                            }
+                            Stage::Done(Verdict::Drop(reason))
+                        }
                     },
                 };
             }
@@ -443,6 +454,11 @@ impl Worker {
         slot: u32,
         side: Side,
     ) -> Verdict {
+        if let Some(f) = self.flows.get(slot)
+            && self.flush_due(now_ms, f.service)
+        {
+            return self.flush(frame, ip, slot, side);
+        }
         let Some(flow) = self.flows.get_mut(slot) else {
             return Verdict::Drop(DropReason::NoFlow);
         };
@@ -476,6 +492,107 @@ impl Worker {
         self.writer
             .count(flow.service, now_ms / 1000, 1, ip.len as u64);
         Verdict::Tx { port }
+    }
+
+    /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
+    /// (if any) is over.
+    fn flush_due(&self, now_ms: u64, service: ServiceId) -> bool {
+        self.tables.service(service).is_some_and(|s| {
+            s.down_state_flush
+                && (self.health.is_down(service) || s.flush_from_ms.is_some_and(|t| now_ms >= t))
+        })
+    }
+
+    /// Ends a flushed flow on its next frame: the frame is dropped and, for TCP, both peers
+    /// get an RST in their own sequence space (the sender's from the numbers it just used,
+    /// the other's from what the sender has sent), so neither waits on a dead connection.
+    fn flush(&mut self, frame: &[u8], ip: &Ipv4, slot: u32, side: Side) -> Verdict {
+        let Some(flow) = self.flows.remove(slot) else {
+            return Verdict::Drop(DropReason::NoFlow);
+        };
+        if flow.active {
+            self.writer.flow_closed(flow.service);
+        }
+        self.snat.release(flow.snip.0, flow.snip.1);
+        self.stats.flows_flushed += 1;
+        if let Some(n) = wire::tcp_numbers(frame, ip)
+            && !ip.tcp.rst
+        {
+            let client = Some(Leg {
+                port: flow.client_port,
+                mac: flow.client_mac,
+                ours: flow.vip,
+                theirs: flow.client,
+            });
+            let server = self.neigh.get(flow.hop).map(|nb| Leg {
+                port: nb.port,
+                mac: nb.mac,
+                ours: flow.snip,
+                theirs: flow.service_addr,
+            });
+            let (sender, peer) = match side {
+                Side::Client => (client, server),
+                Side::Server => (server, client),
+            };
+            if let Some(leg) = sender {
+                let (seq, ack) = if ip.tcp.ack {
+                    (n.ack, None)
+                } else {
+                    (0, Some(n.seq.wrapping_add(n.len)))
+                };
+                self.queue_rst(leg, seq, ack);
+            }
+            if let Some(leg) = peer {
+                self.queue_rst(leg, n.seq, None);
+            }
+        }
+        Verdict::Drop(DropReason::Flushed)
+    }
+
+    /// Answers a TCP segment of no connection we know (a flushed or expired flow, a
+    /// restarted engine) with an RST, as a host does for a closed port (RFC 793): its peer
+    /// stops at once instead of retrying into silence.
+    fn reset_unknown(&mut self, in_port: usize, frame: &[u8], ip: &Ipv4) {
+        let Some(n) = wire::tcp_numbers(frame, ip) else {
+            return;
+        };
+        if ip.tcp.rst {
+            return;
+        }
+        let leg = Leg {
+            port: in_port,
+            mac: src_mac(frame),
+            ours: (ip.dst, ip.dst_port),
+            theirs: (ip.src, ip.src_port),
+        };
+        if ip.tcp.ack {
+            self.queue_rst(leg, n.ack, None);
+        } else {
+            self.queue_rst(leg, 0, Some(n.seq.wrapping_add(n.len)));
+        }
+    }
+
+    fn queue_rst(&mut self, leg: Leg, seq: u32, ack: Option<u32>) {
+        let Some(&our_mac) = self.macs.get(leg.port) else {
+            return;
+        };
+        if self.outbox.len() >= OUTBOX {
+            return; // the peer's next segment is answered instead
+        }
+        let mut data = [0u8; 60];
+        let len = wire::tcp_rst(
+            &mut data,
+            (our_mac, leg.mac),
+            leg.ours,
+            leg.theirs,
+            seq,
+            ack,
+        );
+        self.outbox.push(OwnFrame {
+            port: leg.port,
+            len,
+            data,
+        });
     }
 
     /// Queues an ARP request for `target` on every port (see [`crate::tables`]).
@@ -580,6 +697,16 @@ impl Worker {
             send(f.port, &f.data[..f.len]);
         }
     }
+}
+
+/// One side of a flow as the engine sees it: where the peer is and which addresses each end
+/// uses on that side.
+#[derive(Clone, Copy, Debug)]
+struct Leg {
+    port: usize,
+    mac: Mac,
+    ours: (Ipv4Addr, u16),
+    theirs: (Ipv4Addr, u16),
 }
 
 fn src_mac(frame: &[u8]) -> Mac {

@@ -899,3 +899,146 @@ bind service mute -monitorName http-fast
     let _ = garbage.wait();
     let _ = silent.wait();
 }
+
+/// Waits for a background client and returns its exit code and how long it ran after `since`.
+fn finish(child: std::process::Child, since: std::time::Instant) -> (Option<i32>, f64) {
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), since.elapsed().as_secs_f64())
+}
+
+#[test]
+fn disabling_and_failing_services_drain_or_flush_their_flows() {
+    use std::time::{Duration, Instant};
+    let mut lab = Lab::up("drain", 3);
+    // One vserver per service (ports 81-83) so each download's service is known, and one
+    // over all three (port 80) for new connections. s2 keeps its flows when DOWN.
+    let conf = format!(
+        "{SERVICES}set service s2 -downStateFlush DISABLED
+add lb monitor m2 HTTP-ECV -send \"GET /\" -recv backend-2 -interval 1 -resptimeout 500 MSEC -retries 1
+add lb monitor m3 HTTP-ECV -send \"GET /\" -recv backend-3 -interval 1 -resptimeout 500 MSEC -retries 1
+bind service s2 -monitorName m2
+bind service s3 -monitorName m3
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+add lb vserver v1 HTTP {VIP} 81
+add lb vserver v2 HTTP {VIP} 82
+add lb vserver v3 HTTP {VIP} 83
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+bind lb vserver v1 s1
+bind lb vserver v2 s2
+bind lb vserver v3 s3
+"
+    );
+    lab.start(&conf, 80);
+    let ctl_ok = |args: &[&str]| {
+        let out = lab.ctl(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for s in ["s2", "s3"] {
+        assert!(
+            lab.wait_service_state(s, "UP", Duration::from_secs(5))
+                .is_some()
+        );
+    }
+    // 50 MB at 3 MB/s: about 17 s each.
+    let files: Vec<_> = (1..=3)
+        .map(|n| lab.dir.join(format!("dl{n}.bin")))
+        .collect();
+    let dl: Vec<_> = (1..=3u16)
+        .map(|n| lab.spawn_download(80 + n, "3M", &files[n as usize - 1], 60))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Graceful: no new connections, the running transfer goes on.
+    ctl_ok(&["disable", "service", "s1", "-graceFul", "YES"]);
+    assert!(
+        lab.wait_service_state(
+            "s1",
+            "GOING OUT OF SERVICE (Graceful (number of active clients: 1))",
+            Duration::from_secs(2)
+        )
+        .is_some()
+    );
+    let names = lab.curl_new_connections(80, "/", 12);
+    assert_eq!(names.len(), 12);
+    assert_eq!(count(&names, "backend-1"), 0, "{names:?}");
+
+    // Monitors fail s2 and s3: s3's transfer is flushed (RST), s2's (downStateFlush
+    // DISABLED) continues.
+    ctl_ok(&[
+        "set",
+        "lb",
+        "monitor",
+        "m2",
+        "HTTP-ECV",
+        "-recv",
+        "nothing-here",
+    ]);
+    ctl_ok(&[
+        "set",
+        "lb",
+        "monitor",
+        "m3",
+        "HTTP-ECV",
+        "-recv",
+        "nothing-here",
+    ]);
+    assert!(
+        lab.wait_service_state("s3", "DOWN", Duration::from_secs(4))
+            .is_some()
+    );
+    let down_at = Instant::now();
+    let [dl1, dl2, dl3] = <[_; 3]>::try_from(dl).unwrap();
+    let (code3, after3) = finish(dl3, down_at);
+    eprintln!("s3's transfer ended {after3:.1} s after DOWN with curl's code {code3:?}");
+    // Reset (curl 56), not finished: the client reads what its socket had buffered (a few
+    // MB at the limited rate) before it sees the RST, so the end can come seconds later.
+    assert_eq!(code3, Some(56), "s3's transfer was reset");
+    assert!(std::fs::metadata(&files[2]).unwrap().len() < 50 << 20);
+    assert!(after3 < 10.0, "cut {after3:.1} s after DOWN");
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    assert!(stat.contains("flushed"), "{stat}");
+
+    let started = Instant::now();
+    let (code1, _) = finish(dl1, started);
+    let (code2, _) = finish(dl2, started);
+    assert_eq!((code1, code2), (Some(0), Some(0)));
+    lab.assert_same_as_backend_file(&files[0], "1");
+    lab.assert_same_as_backend_file(&files[1], "2");
+    // s1's last connection ended: the graceful disable is complete.
+    assert!(
+        lab.wait_service_state("s1", "OUT OF SERVICE", Duration::from_secs(3))
+            .is_some()
+    );
+
+    // A delay: GOING OUT OF SERVICE for 3 s, then the remaining flow is flushed.
+    ctl_ok(&["enable", "service", "s1"]);
+    let file = lab.dir.join("dl4.bin");
+    let dl4 = lab.spawn_download(81, "3M", &file, 60);
+    std::thread::sleep(Duration::from_secs(1));
+    ctl_ok(&["disable", "service", "s1", "3"]);
+    let disabled_at = Instant::now();
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(
+        show.contains("State: GOING OUT OF SERVICE (Out Of Service in 3 seconds)"),
+        "{show}"
+    );
+    let (code4, after4) = finish(dl4, disabled_at);
+    eprintln!("s1's transfer ended {after4:.1} s after the disable with curl's code {code4:?}");
+    assert_eq!(code4, Some(56), "the delay's end reset the transfer");
+    assert!(std::fs::metadata(&file).unwrap().len() < 50 << 20);
+    assert!(
+        (2.5..12.0).contains(&after4),
+        "cut {after4:.1} s after the disable"
+    );
+    assert!(
+        lab.wait_service_state("s1", "OUT OF SERVICE", Duration::from_secs(1))
+            .is_some()
+    );
+}

@@ -763,8 +763,14 @@ impl MonitorCore {
             .filter(|b| !matches!(b.target.kind, ProbeKind::Load { .. }))
             .map(|b| (b.target.weight, b.target.enabled, b.health.state()))
             .collect();
-        self.health
-            .set_up(service, service_up(&states, first.target.mon_threshold));
+        let up = service_up(&states, first.target.mon_threshold);
+        self.health.set_up(service, up);
+        // DOWN for downStateFlush only once every enabled monitor has decided: a monitor just
+        // bound (UNKNOWN) keeps new flows away but does not flush the established ones.
+        let decided = states
+            .iter()
+            .all(|(_, enabled, s)| !enabled || *s != MonitorState::Unknown);
+        self.health.set_down(service, !up && decided);
         if let Some(b) = mine
             .iter()
             .find(|b| matches!(b.target.kind, ProbeKind::Load { .. }))

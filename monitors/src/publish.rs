@@ -12,6 +12,8 @@ const NONE: u64 = u64::MAX;
 #[derive(Debug)]
 pub struct ServiceHealth {
     up: Box<[AtomicBool]>,
+    /// Monitors decided DOWN (not merely "no decision yet"): downStateFlush applies.
+    down: Box<[AtomicBool]>,
     response_us: Box<[AtomicU64]>,
     load: Box<[AtomicU64]>,
     /// A metric crossed its threshold on a non-passive LOAD binding: out of CUSTOMLOAD.
@@ -22,6 +24,7 @@ impl ServiceHealth {
     pub fn new(services: usize) -> Self {
         Self {
             up: (0..services).map(|_| AtomicBool::new(true)).collect(),
+            down: (0..services).map(|_| AtomicBool::new(false)).collect(),
             response_us: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
             load: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
             load_excluded: (0..services).map(|_| AtomicBool::new(false)).collect(),
@@ -36,6 +39,18 @@ impl ServiceHealth {
     pub fn set_up(&self, s: ServiceId, up: bool) {
         if let Some(u) = self.up.get(s as usize) {
             u.store(up, Relaxed);
+        }
+    }
+
+    /// The service went DOWN by its monitors' decision (not UNKNOWN, not UP).
+    #[inline]
+    pub fn is_down(&self, s: ServiceId) -> bool {
+        self.down.get(s as usize).is_some_and(|d| d.load(Relaxed))
+    }
+
+    pub fn set_down(&self, s: ServiceId, down: bool) {
+        if let Some(d) = self.down.get(s as usize) {
+            d.store(down, Relaxed);
         }
     }
 
