@@ -349,21 +349,73 @@ impl Runtime for LiveRuntime<'_> {
     }
 }
 
-/// Only root and the daemon's own user may administer it.
-fn peer_allowed(stream: &UnixStream) -> bool {
-    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
-        Ok(cred) => cred.uid() == 0 || cred.uid() == nix::unistd::geteuid().as_raw(),
-        Err(_) => false,
+/// Who may administer the daemon: root, the daemon's own user, and members (primary or
+/// supplementary) of the configured admin group.
+#[derive(Clone, Debug, Default)]
+pub struct Admins {
+    group: Option<(String, nix::unistd::Gid)>,
+}
+
+impl Admins {
+    /// Root and the daemon's user, plus the group `name` when given (it must exist).
+    pub fn new(group: Option<&str>) -> Result<Self, String> {
+        let Some(name) = group else {
+            return Ok(Self::default());
+        };
+        match nix::unistd::Group::from_name(name) {
+            Ok(Some(g)) => Ok(Self {
+                group: Some((name.to_owned(), g.gid)),
+            }),
+            Ok(None) => Err(format!("no such group: {name}")),
+            Err(e) => Err(format!("group {name}: {e}")),
+        }
+    }
+
+    fn admits(&self, stream: &UnixStream) -> bool {
+        let Ok(cred) =
+            nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        else {
+            return false;
+        };
+        if cred.uid() == 0 || cred.uid() == nix::unistd::geteuid().as_raw() {
+            return true;
+        }
+        let Some((_, gid)) = &self.group else {
+            return false;
+        };
+        // SO_PEERCRED carries the primary group only; the supplementary ones are in /proc.
+        cred.gid() == gid.as_raw() || supplementary_groups(cred.pid()).contains(&gid.as_raw())
+    }
+
+    fn refusal(&self) -> String {
+        match &self.group {
+            None => "ERROR: Not authorized (the control socket admits root and the daemon's user)"
+                .to_owned(),
+            Some((name, _)) => format!(
+                "ERROR: Not authorized (the control socket admits root, the daemon's user and group {name})"
+            ),
+        }
     }
 }
 
-fn serve_client(control: &Control, stream: UnixStream) {
-    if !peer_allowed(&stream) {
+/// The supplementary groups of process `pid` (empty when it cannot be read).
+fn supplementary_groups(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
+                g.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+fn serve_client(control: &Control, admins: &Admins, stream: UnixStream) {
+    if !admins.admits(&stream) {
         let mut s = &stream;
-        let _ = writeln!(
-            s,
-            "ERROR: Not authorized (the control socket admits root only)"
-        );
+        let _ = writeln!(s, "{}", admins.refusal());
         return;
     }
     let _ = stream.set_read_timeout(Some(Duration::from_secs(600)));
@@ -390,10 +442,12 @@ fn serve_client(control: &Control, stream: UnixStream) {
     }
 }
 
-/// Serves the control socket until `stop`: mode 0600, one thread per client.
+/// Serves the control socket until `stop`, one thread per client: mode 0600, or 0660 owned by
+/// the admin group when there is one.
 pub fn serve(
     control: Arc<Control>,
     path: &Path,
+    admins: Admins,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     if let Some(dir) = path.parent() {
@@ -406,10 +460,18 @@ pub fn serve(
         std::fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    let mode = if let Some((_, gid)) = &admins.group {
+        nix::unistd::chown(path, None, Some(*gid))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        0o660
+    } else {
+        0o600
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let path = path.to_owned();
+    let admins = Arc::new(admins);
     std::thread::Builder::new()
         .name("fulcrum-control".into())
         .spawn(move || {
@@ -418,9 +480,10 @@ pub fn serve(
                     Ok((stream, _)) => {
                         let _ = stream.set_nonblocking(false);
                         let control = Arc::clone(&control);
+                        let admins = Arc::clone(&admins);
                         let _ = std::thread::Builder::new()
                             .name("fulcrum-client".into())
-                            .spawn(move || serve_client(&control, stream));
+                            .spawn(move || serve_client(&control, &admins, stream));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(50)),
                 }

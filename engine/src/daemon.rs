@@ -107,6 +107,8 @@ pub struct RunOptions {
     pub socket: std::path::PathBuf,
     /// `--metrics ADDR:PORT`: OpenMetrics text for Prometheus.
     pub metrics: Option<std::net::SocketAddr>,
+    /// `--admin-group NAME`: its members may use the control socket too.
+    pub admin_group: Option<String>,
 }
 
 pub fn run(
@@ -116,6 +118,8 @@ pub fn run(
 ) -> Result<RunSummary, DaemonError> {
     let config_path = options.config.as_path();
     let socket = options.socket.as_path();
+    let admins = control::Admins::new(options.admin_group.as_deref())
+        .map_err(|e| DaemonError(format!("--admin-group: {e}")))?;
     let config = ctl::conf::load(config_path).map_err(|e| {
         DaemonError(format!(
             "refusing to start with a configuration that does not load:\n{e}"
@@ -247,8 +251,8 @@ pub fn run(
         clock,
     )
     .map_err(|e| DaemonError(format!("cannot start the monitor core: {e}")))?;
-    let server =
-        control::serve(Arc::clone(&control), socket, Arc::clone(&stop)).map_err(DaemonError);
+    let server = control::serve(Arc::clone(&control), socket, admins, Arc::clone(&stop))
+        .map_err(DaemonError);
     let server = match server {
         Ok(s) => Some(s),
         Err(e) => {

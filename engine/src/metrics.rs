@@ -29,6 +29,11 @@ struct VserverLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: String,
 }
@@ -117,6 +122,20 @@ pub fn render(control: &Control) -> String {
         "drops",
         "Frames dropped by the data plane, by reason",
         drops,
+    );
+    let probes = Family::<ResultLabels, Counter>::default();
+    let (passed, failed) = control.health.probes();
+    for (result, n) in [("passed", passed), ("failed", failed)] {
+        probes
+            .get_or_create(&ResultLabels {
+                result: result.into(),
+            })
+            .inc_by(n);
+    }
+    registry.register(
+        "monitor_probes",
+        "Probes the monitor core completed, by result",
+        probes,
     );
     let mut out = String::new();
     if encode(&mut out, &registry).is_err() {

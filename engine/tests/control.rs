@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use ctl::proto::request;
-use engine::control::{Control, ControlSetup, serve};
+use engine::control::{Admins, Control, ControlSetup, serve};
 use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::verdict::SharedDrops;
 
 fn daemon(
     tag: &str,
+    group: Option<&str>,
 ) -> (
     Arc<Control>,
     std::path::PathBuf,
@@ -37,7 +38,13 @@ fn daemon(
     );
     let sock = dir.join("ctl.sock");
     let stop = Arc::new(AtomicBool::new(false));
-    let server = serve(Arc::clone(&control), &sock, Arc::clone(&stop)).unwrap();
+    let server = serve(
+        Arc::clone(&control),
+        &sock,
+        Admins::new(group).unwrap(),
+        Arc::clone(&stop),
+    )
+    .unwrap();
     (control, sock, stop, server)
 }
 
@@ -48,7 +55,7 @@ fn connect(sock: &std::path::Path) -> (BufReader<UnixStream>, UnixStream) {
 
 #[test]
 fn bad_input_gets_an_error_and_changes_nothing() {
-    let (control, sock, stop, server) = daemon("bad");
+    let (control, sock, stop, server) = daemon("bad", None);
     let before = control.config();
     let (mut r, mut w) = connect(&sock);
     for garbage in [
@@ -89,7 +96,7 @@ fn bad_input_gets_an_error_and_changes_nothing() {
 
 #[test]
 fn several_clients_at_once_and_their_changes_are_atomic() {
-    let (control, sock, stop, server) = daemon("many");
+    let (control, sock, stop, server) = daemon("many", None);
     let threads: Vec<_> = (0..8)
         .map(|i| {
             let sock = sock.clone();
@@ -145,7 +152,7 @@ fn several_clients_at_once_and_their_changes_are_atomic() {
 #[test]
 fn metrics_are_served_as_openmetrics_text() {
     use std::io::Read;
-    let (control, _sock, stop, server) = daemon("metrics");
+    let (control, _sock, stop, server) = daemon("metrics", None);
     let addr = engine::metrics::serve(
         Arc::clone(&control),
         "127.0.0.1:0".parse().unwrap(),
@@ -168,6 +175,79 @@ fn metrics_are_served_as_openmetrics_text() {
         "{text}"
     );
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+}
+
+/// `show lb vserver` sent by a process with these `setpriv` credentials; the reply's last line.
+fn as_user(sock: &std::path::Path, creds: &[&str]) -> String {
+    let out = std::process::Command::new("setpriv")
+        .args(creds)
+        .args(["socat", "-t", "0.5", "-"])
+        .arg(format!("UNIX-CONNECT:{}", sock.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"show lb vserver\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn an_admin_group_opens_the_socket_to_its_members_only() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // Without a group: mode 0600, other users refused.
+    let (_c, sock, stop, server) = daemon("nogroup", None);
+    assert_eq!(
+        std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    assert_eq!(as_user(&sock, &nobody), "", "the file mode keeps them out");
+    // Past the file mode, the peer credentials still keep them out.
+    for (path, mode) in [(sock.parent().unwrap(), 0o755), (sock.as_path(), 0o666)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    assert!(as_user(&sock, &nobody).starts_with("ERROR: Not authorized"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+
+    // With `--admin-group nogroup`: mode 0660, group nogroup; its members are admitted as
+    // their primary group or a supplementary one, others are not.
+    let (_c, sock, stop, server) = daemon("group", Some("nogroup"));
+    let meta = std::fs::metadata(&sock).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o660);
+    assert_eq!(meta.gid(), 65534);
+    // The socket's directory must be reachable for the unprivileged users.
+    std::fs::set_permissions(
+        sock.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    assert_eq!(as_user(&sock, &nobody), " Done");
+    let supplementary = ["--reuid=65534", "--regid=1", "--groups=65534"];
+    assert_eq!(as_user(&sock, &supplementary), " Done");
+    let outsider = ["--reuid=65534", "--regid=1", "--groups=1"];
+    assert_eq!(
+        as_user(&sock, &outsider),
+        "",
+        "the file mode keeps them out"
+    );
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let refused = as_user(&sock, &outsider);
+    assert!(refused.contains("group nogroup"), "{refused}");
+    assert!(Admins::new(Some("fl-no-such-group")).is_err());
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().unwrap();
 }

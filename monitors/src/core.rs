@@ -735,6 +735,7 @@ impl MonitorCore {
                 .poll(at(now), &mut self.device, &mut self.sockets);
             self.sockets.remove(p.handle);
         }
+        self.health.count_probe(passed);
         if passed {
             b.last_response_us = Some(response_us.max(1));
         }

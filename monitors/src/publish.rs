@@ -18,6 +18,9 @@ pub struct ServiceHealth {
     load: Box<[AtomicU64]>,
     /// A metric crossed its threshold on a non-passive LOAD binding: out of CUSTOMLOAD.
     load_excluded: Box<[AtomicBool]>,
+    /// Probes the monitor core completed, passed and failed (before `-reverse`).
+    probes_passed: AtomicU64,
+    probes_failed: AtomicU64,
 }
 
 impl ServiceHealth {
@@ -28,7 +31,26 @@ impl ServiceHealth {
             response_us: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
             load: (0..services).map(|_| AtomicU64::new(NONE)).collect(),
             load_excluded: (0..services).map(|_| AtomicBool::new(false)).collect(),
+            probes_passed: AtomicU64::new(0),
+            probes_failed: AtomicU64::new(0),
         }
+    }
+
+    pub fn count_probe(&self, passed: bool) {
+        let c = if passed {
+            &self.probes_passed
+        } else {
+            &self.probes_failed
+        };
+        c.fetch_add(1, Relaxed);
+    }
+
+    /// Probes completed so far: (passed, failed).
+    pub fn probes(&self) -> (u64, u64) {
+        (
+            self.probes_passed.load(Relaxed),
+            self.probes_failed.load(Relaxed),
+        )
     }
 
     #[inline]

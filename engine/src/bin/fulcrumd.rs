@@ -39,6 +39,10 @@ struct Cli {
     /// Serve the counters for Prometheus (OpenMetrics text) on ADDR:PORT.
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<std::net::SocketAddr>,
+    /// Members of this group may use the control socket (mode 0660); by default only root
+    /// and the daemon's user may (mode 0600).
+    #[arg(long, value_name = "GROUP")]
+    admin_group: Option<String>,
     #[command(subcommand)]
     command: Option<Mode>,
 }
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
         config: config.clone(),
         socket: cli.socket.clone(),
         metrics: cli.metrics,
+        admin_group: cli.admin_group.clone(),
     };
     match engine::daemon::run(&profile, &options, signals) {
         Ok(summary) => {
