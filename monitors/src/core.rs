@@ -338,6 +338,7 @@ impl MonitorCore {
         for target in targets {
             let binding = match old.remove(&(target.service, target.monitor.clone())) {
                 Some(mut b) if b.target.addr == target.addr && b.target.port == target.port => {
+                    b.health.set_timers(target.timers, now);
                     b.target = target;
                     b
                 }

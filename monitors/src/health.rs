@@ -81,6 +81,15 @@ impl BindingHealth {
         }
     }
 
+    /// New parameters (`set lb monitor`): state and counts stay; the next probe keeps its
+    /// time unless the new interval brings it closer.
+    pub fn set_timers(&mut self, timers: Timers, now: u64) {
+        if timers != self.timers {
+            self.timers = timers;
+            self.next_probe = self.next_probe.min(now + timers.interval);
+        }
+    }
+
     pub fn state(&self) -> MonitorState {
         self.state
     }

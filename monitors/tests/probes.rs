@@ -262,3 +262,22 @@ fn a_service_recovers_when_its_backend_comes_back() {
     assert_eq!(seen, [Down, Up]);
     assert!(lab.health.is_up(0));
 }
+
+#[test]
+fn a_new_interval_applies_to_running_bindings() {
+    let backend = Backend::new().tcp(80, Script::silent());
+    let mut lab = backend::Lab::new(backend, 1);
+    let mut t = target(0, 80, ProbeKind::Tcp);
+    lab.core.set_targets(vec![t.clone()], 0);
+    lab.run_until(5000);
+    // One probe per second so far.
+    let (passed, _) = lab.health.probes();
+    assert!((5..=6).contains(&passed), "{passed}");
+    // `set lb monitor … -interval 200 MSEC -resptimeout 100 MSEC`: five per second from now.
+    t.timers.interval = 200;
+    t.timers.resp_timeout = 100;
+    lab.core.set_targets(vec![t], lab.now());
+    lab.run_until(10_000);
+    let (now_passed, _) = lab.health.probes();
+    assert!((29..=32).contains(&now_passed), "{now_passed}");
+}
