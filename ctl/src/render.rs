@@ -23,6 +23,16 @@ pub struct ServiceStats {
     pub load: Option<u64>,
     /// Disabled with a delay or gracefully, and not out of service yet.
     pub going_out: Option<GoingOut>,
+    /// Per second, over the last few seconds.
+    pub rates: Rates,
+}
+
+/// Per-second rates of hits, packets and bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rates {
+    pub hits: u64,
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 /// A service GOING OUT OF SERVICE (`disable service <s> [<delay>] [-graceFul YES]`).
@@ -57,6 +67,10 @@ impl std::fmt::Display for GoingOut {
 pub struct VserverStats {
     /// Why round robin decides instead of the configured method, when it does.
     pub round_robin_reason: Option<String>,
+    /// New connections the vserver received (its own counter: a service bound to several
+    /// vservers counts in each).
+    pub hits: u64,
+    pub rates: Rates,
 }
 
 /// The engine's live state, as `show`/`stat` read it.
@@ -343,6 +357,9 @@ fn json_service(config: &Config, s: &Service, rt: &dyn Runtime) -> Value {
         "bytes": st.bytes,
         "packets14s": st.window_packets,
         "bytes14s": st.window_bytes,
+        "hitsrate": st.rates.hits,
+        "packetsrate": st.rates.packets,
+        "bytesrate": st.rates.bytes,
         "responsetime_us": st.response_time_us,
         "load": st.load,
     })
@@ -359,7 +376,8 @@ fn json_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime) -> Value {
         "lbmethod": v.settings.lb_method.keyword(),
         "currentmethod_reason": rt.vserver(v.name.as_str()).round_robin_reason,
         "services": v.bindings.iter().map(|b| json!({"servicename": b.service.as_str(), "weight": b.settings.weight.get()})).collect::<Vec<_>>(),
-        "hits": v.bindings.iter().map(|b| rt.service(b.service.as_str()).hits).sum::<u64>(),
+        "hits": rt.vserver(v.name.as_str()).hits,
+        "hitsrate": rt.vserver(v.name.as_str()).rates.hits,
     })
 }
 
@@ -531,6 +549,17 @@ pub fn show(
 }
 
 /// `stat lb vserver [name]` and `stat service [name]`.
+/// NetScaler's statistics table: a rate column (per second; `-` where a rate means nothing)
+/// and a total column.
+fn rate_table(rows: &[(&str, Option<u64>, u64)]) -> String {
+    let mut out = format!("\t{:<32}{:>12}{:>20}\n", "", "Rate (/s)", "Total");
+    for (label, rate, total) in rows {
+        let rate = rate.map_or_else(|| "-".to_owned(), |r| r.to_string());
+        out.push_str(&format!("\t{label:<32}{rate:>12}{total:>20}\n"));
+    }
+    out
+}
+
 pub fn stat(
     config: &Config,
     object: Object,
@@ -559,7 +588,8 @@ pub fn stat(
                     .iter()
                     .map(|b| rt.service(b.service.as_str()))
                     .collect();
-                let hits: u64 = stats.iter().map(|s| s.hits).sum();
+                let vstats = rt.vserver(v.name.as_str());
+                let hits = vstats.hits;
                 let active: u64 = stats.iter().map(|s| s.active).sum();
                 if name.is_none() {
                     out.push_str(&format!(
@@ -579,18 +609,20 @@ pub fn stat(
                         v.service_type,
                         vserver_state(config, v, rt)
                     ));
-                    out.push_str(&format!(
-                        "\tVserver hits{:.>30} {hits}\n\tActive transactions{:.>23} {active}\n",
-                        "", ""
-                    ));
-                    out.push_str(&format!(
-                        "\tPackets (total){:.>27} {}\n\tBytes (total){:.>29} {}\n",
-                        "",
-                        stats.iter().map(|s| s.packets).sum::<u64>(),
-                        "",
-                        stats.iter().map(|s| s.bytes).sum::<u64>()
-                    ));
-                    if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
+                    let sum = |f: fn(&ServiceStats) -> u64| stats.iter().map(f).sum::<u64>();
+                    // Packets and bytes are its services' (a service shared with another
+                    // vserver counts in both).
+                    out.push_str(&rate_table(&[
+                        ("Vserver hits", Some(vstats.rates.hits), hits),
+                        (
+                            "Packets",
+                            Some(sum(|s| s.rates.packets)),
+                            sum(|s| s.packets),
+                        ),
+                        ("Bytes", Some(sum(|s| s.rates.bytes)), sum(|s| s.bytes)),
+                        ("Active transactions", None, active),
+                    ]));
+                    if let Some(reason) = vstats.round_robin_reason {
                         out.push_str(&format!(
                             "\tCurrent Method: Round Robin, Reason: {reason}\n"
                         ));
@@ -619,13 +651,15 @@ pub fn stat(
                     s.service_type,
                     service_state(config, s, rt)
                 ));
-                let rows: [(&str, String); 8] = [
-                    ("Hits", st.hits.to_string()),
-                    ("Active transactions", st.active.to_string()),
-                    ("Packets (total)", st.packets.to_string()),
-                    ("Packets (last 14 s)", st.window_packets.to_string()),
-                    ("Bytes (total)", st.bytes.to_string()),
-                    ("Bytes (last 14 s)", st.window_bytes.to_string()),
+                out.push_str(&rate_table(&[
+                    ("Hits", Some(st.rates.hits), st.hits),
+                    ("Packets", Some(st.rates.packets), st.packets),
+                    ("Bytes", Some(st.rates.bytes), st.bytes),
+                    ("Active transactions", None, st.active),
+                    ("Packets (last 14 s)", None, st.window_packets),
+                    ("Bytes (last 14 s)", None, st.window_bytes),
+                ]));
+                let rows: [(&str, String); 2] = [
                     (
                         "Response time (ms)",
                         st.response_time_us

@@ -2,7 +2,7 @@
 
 use ctl::conf::replay_text;
 use ctl::grammar::Object;
-use ctl::render::{GoingOut, Runtime, ServiceStats, VserverStats, show, stat};
+use ctl::render::{GoingOut, Rates, Runtime, ServiceStats, VserverStats, show, stat};
 
 struct Fixed;
 
@@ -24,11 +24,22 @@ impl Runtime for Fixed {
                 active: 2,
                 remaining_s: Some(1998),
             }),
+            rates: Rates {
+                hits: 3,
+                packets: 12,
+                bytes: 1600,
+            },
         }
     }
     fn vserver(&self, _: &str) -> VserverStats {
         VserverStats {
             round_robin_reason: Some("Response time not yet known for a bound service".into()),
+            hits: 11,
+            rates: Rates {
+                hits: 5,
+                packets: 0,
+                bytes: 0,
+            },
         }
     }
     fn drops(&self) -> Vec<(String, u64)> {
@@ -72,10 +83,20 @@ fn show_lb_vserver_in_netscaler_layout() {
 fn stat_and_json_carry_the_counters() {
     let (c, _) = replay_text(CONF);
     let out = stat(&c, Object::Service, Some("s1"), false, &Fixed).unwrap();
-    assert!(
-        out.contains("Hits") && out.contains(" 7\n") && out.contains("1.500"),
-        "{out}"
-    );
+    // NetScaler's two columns: the rate per second and the total.
+    for want in [
+        "\t                                   Rate (/s)               Total",
+        "\tHits                                       3                   7",
+        "\tBytes                                   1600                4000",
+        "\tActive transactions                        -                   2",
+    ] {
+        assert!(out.lines().any(|l| l == want), "missing {want:?} in\n{out}");
+    }
+    assert!(out.contains("1.500"), "{out}");
+    // The vserver's hits are its own counter, not its services' sum (2 × 7).
+    let one = stat(&c, Object::LbVserver, Some("web"), false, &Fixed).unwrap();
+    let want = "\tVserver hits                               5                  11";
+    assert!(one.lines().any(|l| l == want), "missing {want:?} in\n{one}");
     let summary = stat(&c, Object::LbVserver, None, false, &Fixed).unwrap();
     assert!(
         summary.starts_with("Virtual Server(s) Summary"),

@@ -20,12 +20,13 @@ use ctl::conf::{self, Config, LbMethod};
 use ctl::error::{CliError, ErrorKind};
 use ctl::grammar::{help, parse_line};
 use ctl::proto::{DONE, MAX_LINE};
-use ctl::render::{self, Runtime, ServiceStats, VserverStats};
+use ctl::render::{self, Rates, Runtime, ServiceStats, VserverStats};
 
 use crate::counters::Counters;
 use crate::drain::Drain;
 use crate::health::ServiceHealth;
 use crate::lb::RoundRobinReason;
+use crate::rates::{RateBook, Totals};
 use crate::tables::{ServiceIds, Tables};
 use crate::verdict::SharedDrops;
 
@@ -49,6 +50,15 @@ pub struct Control {
     pub drops: Arc<SharedDrops>,
     /// The daemon's clock: the workers' milliseconds count from here.
     pub clock: Instant,
+    rates: Mutex<RateBook>,
+}
+
+fn service_key(name: &str) -> String {
+    format!("s:{name}")
+}
+
+fn vserver_key(name: &str) -> String {
+    format!("v:{name}")
 }
 
 impl std::fmt::Debug for Control {
@@ -100,7 +110,40 @@ impl Control {
             health: setup.health,
             drops: setup.drops,
             clock: Instant::now(),
+            rates: Mutex::new(RateBook::default()),
         })
+    }
+
+    /// Samples the counters for `stat`'s rates, once a second at most.
+    pub fn sample_rates(&self) {
+        let now = Instant::now();
+        let mut book = self.rates.lock().unwrap_or_else(PoisonError::into_inner);
+        if !book.due(now) {
+            return;
+        }
+        let tables = self.published.load_full();
+        let mut totals = HashMap::new();
+        for (id, s) in tables.services.iter().enumerate() {
+            if let Some(s) = s {
+                let t = self.counters.totals(id as u32);
+                totals.insert(service_key(&s.name), [t.hits, t.packets, t.bytes]);
+            }
+        }
+        for v in &tables.vservers {
+            let hits = self.counters.vserver_hits(v.id);
+            totals.insert(vserver_key(&v.name), [hits, 0, 0]);
+        }
+        book.record(now, totals);
+    }
+
+    fn rates_of(&self, key: &str, current: Totals) -> Rates {
+        let book = self.rates.lock().unwrap_or_else(PoisonError::into_inner);
+        let [hits, packets, bytes] = book.rates(key, current, Instant::now());
+        Rates {
+            hits,
+            packets,
+            bytes,
+        }
     }
 
     /// Milliseconds on the workers' clock.
@@ -309,6 +352,9 @@ impl Runtime for LiveRuntime<'_> {
                     remaining_s: going.remaining_s,
                 })
             }),
+            rates: self
+                .control
+                .rates_of(&service_key(name), [t.hits, t.packets, t.bytes]),
         }
     }
 
@@ -334,8 +380,11 @@ impl Runtime for LiveRuntime<'_> {
             }
             _ => None,
         };
+        let hits = self.control.counters.vserver_hits(v.id);
         VserverStats {
             round_robin_reason: reason.map(|r| r.to_string()),
+            hits,
+            rates: self.control.rates_of(&vserver_key(name), [hits, 0, 0]),
         }
     }
 
@@ -476,6 +525,7 @@ pub fn serve(
         .name("fulcrum-control".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
+                control.sample_rates();
                 match listener.accept() {
                     Ok((stream, _)) => {
                         let _ = stream.set_nonblocking(false);

@@ -82,6 +82,8 @@ impl Slot {
 #[derive(Debug)]
 struct CoreSlots {
     slots: Box<[Slot]>,
+    /// New flows per vserver id (a service bound to several vservers counts in each).
+    vserver_hits: Box<[AtomicU64]>,
 }
 
 /// The counters of every service on every core.
@@ -109,6 +111,8 @@ impl Counters {
             cores: (0..cores)
                 .map(|_| CoreSlots {
                     slots: (0..services).map(|_| Slot::default()).collect(),
+                    // As many vservers as services at most: a vserver without one serves nothing.
+                    vserver_hits: (0..services).map(|_| AtomicU64::new(0)).collect(),
                 })
                 .collect(),
             services,
@@ -158,6 +162,15 @@ impl Counters {
         self.sum(service, |s| s.window_bytes.load(Relaxed))
     }
 
+    /// New flows of a vserver, over all cores.
+    pub fn vserver_hits(&self, vserver: u32) -> u64 {
+        self.cores
+            .iter()
+            .filter_map(|c| c.vserver_hits.get(vserver as usize))
+            .map(|h| h.load(Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+
     pub fn totals(&self, service: u32) -> ServiceTotals {
         ServiceTotals {
             active: self.active(service),
@@ -197,6 +210,18 @@ impl CoreWriter {
         if let Some(s) = self.slot(service) {
             s.active.store(s.active.load(Relaxed) + 1, Relaxed);
             bump(&s.hits, 1);
+        }
+    }
+
+    #[inline]
+    pub fn vserver_hit(&self, vserver: u32) {
+        if let Some(h) = self
+            .counters
+            .cores
+            .get(self.core)
+            .and_then(|c| c.vserver_hits.get(vserver as usize))
+        {
+            bump(h, 1);
         }
     }
 

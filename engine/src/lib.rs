@@ -19,6 +19,7 @@ pub mod monitoring;
 pub mod nat;
 pub mod neigh;
 pub mod profile;
+pub mod rates;
 pub mod replay;
 pub mod tables;
 pub mod verdict;

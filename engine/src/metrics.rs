@@ -51,7 +51,6 @@ pub fn render(control: &Control) -> String {
     let response = Family::<ServiceLabels, Gauge<f64, AtomicU64>>::default();
     let vs_hits = Family::<VserverLabels, Counter>::default();
     let drops = Family::<ReasonLabels, Counter>::default();
-    let mut service_hits = std::collections::HashMap::new();
     for (id, svc) in tables.services.iter().enumerate() {
         let Some(svc) = svc else { continue };
         let id = id as u32;
@@ -69,20 +68,17 @@ pub fn render(control: &Control) -> String {
         if let Some(us) = control.health.response_time(id) {
             response.get_or_create(&labels).set(us as f64 / 1e6);
         }
-        service_hits.insert(svc.name.clone(), t.hits);
     }
-    for v in config.vservers.values() {
-        let n: u64 = v
-            .bindings
-            .iter()
-            .filter_map(|b| service_hits.get(b.service.as_str()))
-            .sum();
+    for v in &tables.vservers {
+        let Some(conf) = config.vservers.get(v.name.as_str()) else {
+            continue;
+        };
         vs_hits
             .get_or_create(&VserverLabels {
-                vserver: v.name.0.clone(),
-                method: v.settings.lb_method.keyword().into(),
+                vserver: v.name.clone(),
+                method: conf.settings.lb_method.keyword().into(),
             })
-            .inc_by(n);
+            .inc_by(control.counters.vserver_hits(v.id));
     }
     for (reason, n) in control.drops.totals().nonzero() {
         drops

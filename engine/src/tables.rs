@@ -40,6 +40,8 @@ pub struct RtService {
 
 #[derive(Clone, Debug)]
 pub struct RtVserver {
+    /// Stable across generations, like a service's id (its hit counters are indexed by it).
+    pub id: u32,
     pub name: String,
     pub vip: Ipv4Addr,
     pub port: Option<u16>,
@@ -55,13 +57,19 @@ pub struct LocalIp {
     pub kind: IpType,
 }
 
-/// Service name → id, kept by the control plane across generations.
+/// Service name → id (and vserver name → id), kept by the control plane across generations.
 #[derive(Clone, Debug, Default)]
 pub struct ServiceIds {
     ids: HashMap<String, ServiceId>,
+    vservers: HashMap<String, u32>,
 }
 
 impl ServiceIds {
+    pub fn vserver(&mut self, name: &str) -> u32 {
+        let next = self.vservers.len() as u32;
+        *self.vservers.entry(name.to_owned()).or_insert(next)
+    }
+
     pub fn id(&mut self, name: &str) -> ServiceId {
         let next = self.ids.len() as ServiceId;
         *self.ids.entry(name.to_owned()).or_insert(next)
@@ -225,6 +233,7 @@ impl Tables {
                 }
             }
             vservers.push(RtVserver {
+                id: ids.vserver(v.name.as_str()),
                 name: v.name.0.clone(),
                 vip,
                 port,

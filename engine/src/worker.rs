@@ -383,6 +383,7 @@ impl Worker {
             .vserver_for(ip.dst, ip.proto, ip.dst_port)
             .ok_or(DropReason::NoVserver)? as usize;
         let vserver = &self.tables.vservers[vs];
+        let vserver_id = vserver.id;
         if !vserver.enabled {
             return Err(DropReason::VserverDisabled);
         }
@@ -433,6 +434,7 @@ impl Worker {
         match self.flows.insert(flow) {
             Ok(slot) => {
                 self.writer.flow_opened(choice.service);
+                self.writer.vserver_hit(vserver_id);
                 self.stats.flows_created += 1;
                 Ok(slot)
             }

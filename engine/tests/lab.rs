@@ -371,9 +371,23 @@ fn administered_through_fulcrumctl_under_traffic() {
     assert_eq!(count(&names, "backend-2"), 0, "{names:?}");
     let stat = lab.ctl(&["stat", "service", "s1"]);
     let text = String::from_utf8_lossy(&stat.stdout);
+    assert!(text.contains("Active transactions"), "{text}");
+    // The 20 new connections of the last second show in the hit rate (per second over the
+    // last 7 s) beside the total.
+    let hits: Vec<u64> = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Hits "))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let to_s1 = count(&names, "backend-1") as u64;
     assert!(
-        text.contains("Hits") && text.contains("Active transactions"),
-        "{text}"
+        hits.len() == 2 && hits[0] >= 1 && hits[1] >= to_s1,
+        "{to_s1} new connections: {text}"
     );
     let json = lab.ctl(&["stat", "lb", "vserver", "-format", "json"]);
     assert!(String::from_utf8_lossy(&json.stdout).contains("\"lbmethod\":\"LEASTCONNECTION\""));
