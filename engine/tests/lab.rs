@@ -979,6 +979,7 @@ bind lb vserver v3 s3
         )
         .is_some()
     );
+    let web_before = vserver_hits(&lab, "web");
     let names = lab.curl_new_connections(80, "/", 12);
     assert_eq!(names.len(), 12);
     assert_eq!(count(&names, "backend-1"), 0, "{names:?}");
@@ -1055,4 +1056,23 @@ bind lb vserver v3 s3
         lab.wait_service_state("s1", "OUT OF SERVICE", Duration::from_secs(1))
             .is_some()
     );
+    // Each vserver counts its own hits: web had the 12 new connections (s1 took none of
+    // them), v1 the two downloads, though s1 is bound to both.
+    assert_eq!(
+        (
+            vserver_hits(&lab, "web") - web_before,
+            vserver_hits(&lab, "v1")
+        ),
+        (12, 2)
+    );
+}
+
+fn vserver_hits(lab: &Lab, v: &str) -> u64 {
+    let out = lab.ctl(&["stat", "lb", "vserver", v, "-format", "json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split("\"hits\":")
+        .nth(1)
+        .and_then(|t| t.split([',', '}']).next())
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{text}"))
 }
