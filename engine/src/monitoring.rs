@@ -42,11 +42,13 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .as_ref()
                         .map_or_else(|| "HEAD /".to_owned(), |t| t.0.clone()),
                     codes: st.resp_code.clone().unwrap_or(RespCodes(vec![(200, 200)])),
+                    headers: escaped(&st.custom_headers),
                 },
                 MonitorType::TcpEcv | MonitorType::HttpEcv => ProbeKind::Ecv {
                     send: escaped(&st.send),
                     recv: escaped(&st.recv),
                     http: monitor.monitor_type == MonitorType::HttpEcv,
+                    headers: escaped(&st.custom_headers),
                 },
                 MonitorType::Dns => ProbeKind::Dns {
                     name: st.query.as_ref().map(|t| t.0.clone()).unwrap_or_default(),

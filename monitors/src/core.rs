@@ -85,14 +85,20 @@ pub enum ProbeKind {
     Ping,
     /// Connection established (SYN+ACK received).
     Tcp,
-    /// `request` sent on the connection; the status code must be in `codes`.
-    Http { request: String, codes: RespCodes },
-    /// `send` written on the connection (HTTP-ECV: an HTTP request line); the answer must
-    /// contain `recv`.
+    /// `request` sent on the connection with the `-customHeaders` lines; the status code
+    /// must be in `codes`.
+    Http {
+        request: String,
+        codes: RespCodes,
+        headers: Vec<u8>,
+    },
+    /// `send` written on the connection (HTTP-ECV: an HTTP request line, sent with the
+    /// `-customHeaders` lines); the answer must contain `recv`.
     Ecv {
         send: Vec<u8>,
         recv: Vec<u8>,
         http: bool,
+        headers: Vec<u8>,
     },
     /// `send` in one datagram; a datagram back must contain `recv`.
     UdpEcv { send: Vec<u8>, recv: Vec<u8> },
@@ -192,6 +198,27 @@ pub fn unescape(text: &str) -> Vec<u8> {
 
 /// Most of an answer a TCP probe keeps: enough for any status line or receive string.
 const REPLY_LIMIT: usize = 64 * 1024;
+
+/// An HTTP/1.1 request for a monitor: the request line (`GET /health`), the operator's
+/// `-customHeaders` lines, a `Host` header with the service's address unless those carry one,
+/// and `Connection: close`.
+fn http_request(line: &[u8], host: Ipv4Addr, custom: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len() + custom.len() + 64);
+    out.extend_from_slice(line);
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    out.extend_from_slice(custom);
+    if !custom.is_empty() && !custom.ends_with(b"\r\n") {
+        out.extend_from_slice(b"\r\n");
+    }
+    let has_host = custom
+        .split(|b| *b == b'\n')
+        .any(|l| l.len() >= 5 && l[..5].eq_ignore_ascii_case(b"host:"));
+    if !has_host {
+        out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    out
+}
 
 /// Writes `bytes` on a probe's connection, through its TLS session when it has one.
 fn send_on(socket: &mut tcp::Socket, tls: Option<&mut TlsStream>, bytes: &[u8]) -> bool {
@@ -627,12 +654,14 @@ impl MonitorCore {
             (ProbeKind::Tcp, Phase::Connecting) if ready => {
                 Some((true, (now - probe.started) * 1000))
             }
-            (ProbeKind::Http { request, .. }, Phase::Connecting) if ready => {
-                let text = format!(
-                    "{request} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-                    b.target.addr
-                );
-                if !send_on(socket, probe.tls.as_deref_mut(), text.as_bytes()) {
+            (
+                ProbeKind::Http {
+                    request, headers, ..
+                },
+                Phase::Connecting,
+            ) if ready => {
+                let text = http_request(request.as_bytes(), b.target.addr, headers);
+                if !send_on(socket, probe.tls.as_deref_mut(), &text) {
                     return Some((false, 0));
                 }
                 probe.phase = Phase::Sent {
@@ -676,14 +705,17 @@ impl MonitorCore {
                 }
                 (now >= deadline || !socket.may_recv()).then_some((false, 0))
             }
-            (ProbeKind::Ecv { send, http, .. }, Phase::Connecting) if ready => {
+            (
+                ProbeKind::Ecv {
+                    send,
+                    http,
+                    headers,
+                    ..
+                },
+                Phase::Connecting,
+            ) if ready => {
                 let text = if *http {
-                    let line = String::from_utf8_lossy(send);
-                    format!(
-                        "{line} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-                        b.target.addr
-                    )
-                    .into_bytes()
+                    http_request(send, b.target.addr, headers)
                 } else {
                     send.clone()
                 };
@@ -908,6 +940,19 @@ mod tests {
         );
         assert_eq!(ftp_reply(b"230 Login"), None, "incomplete line");
         assert_eq!(ftp_reply(b"xx\r\n"), None);
+    }
+
+    #[test]
+    fn http_requests_carry_the_custom_headers() {
+        let host = "198.18.0.11".parse().unwrap();
+        assert_eq!(
+            super::http_request(b"GET /health", host, b""),
+            b"GET /health HTTP/1.1\r\nHost: 198.18.0.11\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            super::http_request(b"HEAD /", host, b"host: www.svc.test\r\nX-Probe: 1"),
+            b"HEAD / HTTP/1.1\r\nhost: www.svc.test\r\nX-Probe: 1\r\nConnection: close\r\n\r\n"
+        );
     }
 
     #[test]

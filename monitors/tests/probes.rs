@@ -44,6 +44,7 @@ fn http(request: &str) -> ProbeKind {
     ProbeKind::Http {
         request: request.into(),
         codes: ctl::value::RespCodes(vec![(200, 200)]),
+        headers: Vec::new(),
     }
 }
 
@@ -52,6 +53,7 @@ fn ecv(send: &str, recv: &str, http: bool) -> ProbeKind {
         send: send.into(),
         recv: recv.into(),
         http,
+        headers: Vec::new(),
     }
 }
 
@@ -280,4 +282,37 @@ fn a_new_interval_applies_to_running_bindings() {
     lab.run_until(10_000);
     let (now_passed, _) = lab.health.probes();
     assert!((29..=32).contains(&now_passed), "{now_passed}");
+}
+
+#[test]
+fn http_probes_send_the_custom_headers() {
+    // This backend answers only requests carrying its header.
+    let backend = Backend::new().tcp(80, Script::on("X-Probe: yes\r\n", Reply::now(OK_200)));
+    let with = |headers: &str| ProbeKind::Http {
+        request: "GET /".into(),
+        codes: ctl::value::RespCodes(vec![(200, 200)]),
+        headers: headers.as_bytes().to_vec(),
+    };
+    let r = first_round(
+        backend,
+        vec![
+            target(0, 80, with("X-Probe: yes\r\n")),
+            target(1, 80, with("")),
+            target(
+                2,
+                80,
+                ProbeKind::Ecv {
+                    send: b"GET /".to_vec(),
+                    recv: b"OK-HEALTH".to_vec(),
+                    http: true,
+                    headers: b"X-Probe: yes".to_vec(),
+                },
+            ),
+        ],
+    );
+    let states: Vec<_> = r.iter().map(|x| x.0).collect();
+    assert_eq!(
+        states,
+        [MonitorState::Up, MonitorState::Down, MonitorState::Up]
+    );
 }
