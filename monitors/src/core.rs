@@ -20,7 +20,9 @@ use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::{icmp, tcp, udp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr};
+use smoltcp::wire::{
+    EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpAddress, IpCidr, IpListenEndpoint,
+};
 
 use crate::health::{BindingHealth, MonitorState, Timers, service_up};
 use crate::publish::{ServiceHealth, ServiceId};
@@ -288,6 +290,41 @@ struct Probe {
     phase: Phase,
     /// The TLS session of a secure probe, from the moment its connection is established.
     tls: Option<Box<TlsStream>>,
+    /// Receives the ICMP errors (unreachable) about the probe's TCP or UDP port.
+    errors: Option<SocketHandle>,
+}
+
+impl Probe {
+    fn release(self, sockets: &mut SocketSet<'static>) {
+        sockets.remove(self.handle);
+        if let Some(e) = self.errors {
+            sockets.remove(e);
+        }
+    }
+}
+
+/// An ICMP socket that receives the errors about local TCP or UDP port `port`.
+fn error_socket(endpoint: icmp::Endpoint) -> icmp::Socket<'static> {
+    let mut socket = icmp::Socket::new(
+        icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 2], vec![0; 1024]),
+        icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 1], vec![0; 64]),
+    );
+    // Binding a fresh socket to a port endpoint cannot fail.
+    let _ = socket.bind(endpoint);
+    socket
+}
+
+/// Whether a destination-unreachable message arrived on an error socket.
+fn unreachable(socket: &mut icmp::Socket<'static>) -> bool {
+    while let Ok((payload, _)) = socket.recv() {
+        let repr = Icmpv4Packet::new_checked(payload)
+            .ok()
+            .and_then(|p| Icmpv4Repr::parse(&p, &ChecksumCapabilities::ignored()).ok());
+        if let Some(Icmpv4Repr::DstUnreachable { .. }) = repr {
+            return true;
+        }
+    }
+    false
 }
 
 #[derive(Debug)]
@@ -382,7 +419,7 @@ impl MonitorCore {
         }
         for (_, b) in old {
             if let Some(p) = b.probe {
-                self.sockets.remove(p.handle);
+                p.release(&mut self.sockets);
             }
             if let Some((mut child, _)) = b.script {
                 let _ = child.kill();
@@ -487,7 +524,8 @@ impl MonitorCore {
                 self.bindings[i].health.record(now, false);
                 return;
             }
-            self.begin(i, now, socket);
+            let errors = icmp::Endpoint::Udp(IpListenEndpoint::from(local));
+            self.begin(i, now, socket, Some(errors));
             return;
         }
         let mut socket = tcp::Socket::new(
@@ -502,17 +540,27 @@ impl MonitorCore {
             self.bindings[i].health.record(now, false);
             return;
         }
-        self.begin(i, now, socket);
+        let errors = icmp::Endpoint::Tcp(IpListenEndpoint::from(local));
+        self.begin(i, now, socket, Some(errors));
     }
 
-    /// Registers a probe's socket: the probe is running from `now`.
-    fn begin(&mut self, i: usize, now: u64, socket: impl smoltcp::socket::AnySocket<'static>) {
+    /// Registers a probe's socket (and one for the ICMP errors about its port): the probe
+    /// is running from `now`.
+    fn begin(
+        &mut self,
+        i: usize,
+        now: u64,
+        socket: impl smoltcp::socket::AnySocket<'static>,
+        errors: Option<icmp::Endpoint>,
+    ) {
         let handle = self.sockets.add(socket);
+        let errors = errors.map(|e| self.sockets.add(error_socket(e)));
         self.bindings[i].probe = Some(Probe {
             handle,
             started: now,
             phase: Phase::Connecting,
             tls: None,
+            errors,
         });
     }
 
@@ -542,7 +590,7 @@ impl MonitorCore {
             self.bindings[i].health.record(now, false);
             return;
         }
-        self.begin(i, now, socket);
+        self.begin(i, now, socket, None);
     }
 
     /// A USER script's verdict: its exit status, or a failure when it outlives the timeout
@@ -572,6 +620,12 @@ impl MonitorCore {
         let b = &mut self.bindings[i];
         let probe = b.probe.as_mut()?;
         let deadline = probe.started + b.health.resp_timeout();
+        // Port, host or network unreachable: fail now rather than at the timeout.
+        if let Some(h) = probe.errors
+            && unreachable(self.sockets.get_mut::<icmp::Socket>(h))
+        {
+            return Some((false, 0));
+        }
         if matches!(
             b.target.kind,
             ProbeKind::UdpEcv { .. } | ProbeKind::Dns { .. } | ProbeKind::Load { .. }
@@ -766,7 +820,7 @@ impl MonitorCore {
             // Let the RST leave before the socket goes away.
             self.iface
                 .poll(at(now), &mut self.device, &mut self.sockets);
-            self.sockets.remove(p.handle);
+            p.release(&mut self.sockets);
         }
         self.health.count_probe(passed);
         if passed {

@@ -316,3 +316,19 @@ fn http_probes_send_the_custom_headers() {
         [MonitorState::Up, MonitorState::Down, MonitorState::Up]
     );
 }
+
+#[test]
+fn an_icmp_unreachable_fails_a_udp_probe_at_once() {
+    // Nothing listens on UDP 9999: the backend's stack answers "port unreachable".
+    let backend = Backend::new();
+    let mut lab = backend::Lab::new(backend, 1);
+    let kind = ProbeKind::UdpEcv {
+        send: b"PING".to_vec(),
+        recv: b"PONG".to_vec(),
+    };
+    lab.core.set_targets(vec![target(0, 9999, kind)], 0);
+    lab.run_until(50);
+    // Long before the 500 ms response timeout.
+    assert_eq!(lab.core.state_of(0, "m0"), Some(MonitorState::Down));
+    assert_eq!(lab.health.probes(), (0, 1));
+}
