@@ -167,7 +167,8 @@ pub fn spawn(
             if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
                 eprintln!("fulcrumd: the monitor core could not be pinned to CPU {cpu}");
             }
-            let now = || clock.elapsed().as_millis() as u64;
+            // The monitor core counts in microseconds (response times); timers in ms.
+            let now = || clock.elapsed().as_micros() as u64;
             let mut tables = control.published.load_full();
             let mut core = MonitorCore::new(
                 mac,
@@ -185,7 +186,8 @@ pub fn spawn(
                     core.set_targets(targets(&control.config(), &tables), now());
                 }
                 core.poll(now());
-                std::thread::sleep(Duration::from_millis(1));
+                // Wake for the next frame (a reply is timed on arrival) or the next ms.
+                core.wait(Duration::from_millis(1));
             }
         })
 }

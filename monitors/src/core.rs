@@ -9,7 +9,8 @@
 //! and with `-secure YES` TCPS (SYN → TLS handshake complete), HTTPS and HTTPS-ECV (the same
 //! exchanges inside TLS, see [`crate::tls`]).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -33,6 +34,25 @@ use crate::tls::TlsStream;
 pub struct ChannelDevice {
     pub rx: Receiver<Vec<u8>>,
     pub tx: Sender<Vec<u8>>,
+    /// A frame taken while waiting, handed to the stack first.
+    pub pending: Option<Vec<u8>>,
+}
+
+impl ChannelDevice {
+    pub fn new(rx: Receiver<Vec<u8>>, tx: Sender<Vec<u8>>) -> Self {
+        Self {
+            rx,
+            tx,
+            pending: None,
+        }
+    }
+
+    /// Blocks until a frame arrives or `max` passes.
+    pub fn wait(&mut self, max: std::time::Duration) {
+        if self.pending.is_none() {
+            self.pending = self.rx.recv_timeout(max).ok();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -62,9 +82,9 @@ impl Device for ChannelDevice {
     type TxToken<'a> = FrameTx<'a>;
 
     fn receive(&mut self, _: Instant) -> Option<(FrameRx, FrameTx<'_>)> {
-        self.rx
-            .try_recv()
-            .ok()
+        self.pending
+            .take()
+            .or_else(|| self.rx.try_recv().ok())
             .map(|f| (FrameRx(f), FrameTx(&self.tx)))
     }
 
@@ -349,6 +369,11 @@ pub struct MonitorCore {
     next_port: u16,
     ports: std::ops::Range<u16>,
     tls_config: Arc<rustls::ClientConfig>,
+    /// Idle bindings by the millisecond their next probe is due (entries whose binding has
+    /// moved on are skipped when popped).
+    due: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Bindings with a probe or script running.
+    running: Vec<usize>,
 }
 
 impl std::fmt::Debug for MonitorCore {
@@ -357,8 +382,9 @@ impl std::fmt::Debug for MonitorCore {
     }
 }
 
-fn at(ms: u64) -> Instant {
-    Instant::from_millis(ms as i64)
+/// smoltcp's time from the core's (microseconds).
+fn at(us: u64) -> Instant {
+    Instant::from_micros(us as i64)
 }
 
 impl MonitorCore {
@@ -388,6 +414,8 @@ impl MonitorCore {
             next_port: ports.start,
             ports,
             tls_config: crate::tls::client_config(),
+            due: BinaryHeap::new(),
+            running: Vec::new(),
         }
     }
 
@@ -402,12 +430,12 @@ impl MonitorCore {
         for target in targets {
             let binding = match old.remove(&(target.service, target.monitor.clone())) {
                 Some(mut b) if b.target.addr == target.addr && b.target.port == target.port => {
-                    b.health.set_timers(target.timers, now);
+                    b.health.set_timers(target.timers, now / 1000);
                     b.target = target;
                     b
                 }
                 _ => Binding {
-                    health: BindingHealth::new(target.timers, now),
+                    health: BindingHealth::new(target.timers, now / 1000),
                     target,
                     load: None,
                     probe: None,
@@ -424,6 +452,16 @@ impl MonitorCore {
             if let Some((mut child, _)) = b.script {
                 let _ = child.kill();
                 let _ = child.wait();
+            }
+        }
+        // Indices changed: schedule every binding afresh.
+        self.due.clear();
+        self.running.clear();
+        for (i, b) in self.bindings.iter().enumerate() {
+            if b.probe.is_some() || b.script.is_some() {
+                self.running.push(i);
+            } else {
+                self.due.push(Reverse((b.health.poll_timeout(), i)));
             }
         }
         let services: Vec<ServiceId> = self.bindings.iter().map(|b| b.target.service).collect();
@@ -449,29 +487,66 @@ impl MonitorCore {
         p
     }
 
-    /// One round: exchange frames, start the probes that are due, advance the running ones.
+    /// One round at `now` (microseconds): exchange frames, start the probes that are due,
+    /// advance the running ones. The work is proportional to the probes due and running, not
+    /// to the bindings.
     pub fn poll(&mut self, now: u64) {
         self.iface
             .poll(at(now), &mut self.device, &mut self.sockets);
-        for i in 0..self.bindings.len() {
-            if !self.bindings[i].target.enabled {
+        let now_ms = now / 1000;
+        while let Some(&Reverse((when, i))) = self.due.peek() {
+            if when > now_ms {
+                break;
+            }
+            self.due.pop();
+            let Some(b) = self.bindings.get(i) else {
+                continue;
+            };
+            let idle = b.probe.is_none() && b.script.is_none();
+            // A disabled binding (`-monState DISABLED`) waits for a configuration that
+            // enables it, which reschedules everything.
+            if !idle || b.health.poll_timeout() != when || !b.target.enabled {
                 continue;
             }
-            let idle = self.bindings[i].probe.is_none() && self.bindings[i].script.is_none();
-            if idle && self.bindings[i].health.poll_timeout() <= now {
-                self.start(i, now);
-            }
+            self.start(i, now);
+            self.schedule(i);
+        }
+        let mut k = 0;
+        while k < self.running.len() {
+            let i = self.running[k];
             let result = if self.bindings[i].script.is_some() {
                 self.step_script(i, now)
             } else {
                 self.step(i, now)
             };
-            if let Some(result) = result {
-                self.finish(i, now, result);
+            match result {
+                Some(result) => {
+                    self.finish(i, now, result);
+                    self.running.swap_remove(k);
+                    self.due
+                        .push(Reverse((self.bindings[i].health.poll_timeout(), i)));
+                }
+                None => k += 1,
             }
         }
         self.iface
             .poll(at(now), &mut self.device, &mut self.sockets);
+    }
+
+    /// After `start`: the binding runs, or (it failed to start) waits for its next time.
+    fn schedule(&mut self, i: usize) {
+        let b = &self.bindings[i];
+        if b.probe.is_some() || b.script.is_some() {
+            self.running.push(i);
+        } else {
+            self.due.push(Reverse((b.health.poll_timeout(), i)));
+        }
+    }
+
+    /// Waits up to `max` for a frame from the workers, so replies are timed when they
+    /// arrive rather than at the next round.
+    pub fn wait(&mut self, max: std::time::Duration) {
+        self.device.wait(max);
     }
 
     fn start(&mut self, i: usize, now: u64) {
@@ -487,7 +562,7 @@ impl MonitorCore {
             match spawned {
                 Ok(child) => self.bindings[i].script = Some((child, now)),
                 Err(_) => {
-                    self.bindings[i].health.record(now, false);
+                    self.bindings[i].health.record(now / 1000, false);
                 }
             }
             return;
@@ -521,7 +596,7 @@ impl MonitorCore {
                 self.bindings[i].target.port,
             );
             if socket.bind(local).is_err() || socket.send_slice(&send, to).is_err() {
-                self.bindings[i].health.record(now, false);
+                self.bindings[i].health.record(now / 1000, false);
                 return;
             }
             let errors = icmp::Endpoint::Udp(IpListenEndpoint::from(local));
@@ -537,7 +612,7 @@ impl MonitorCore {
             .connect(self.iface.context(), (IpAddress::Ipv4(addr), port), local)
             .is_err()
         {
-            self.bindings[i].health.record(now, false);
+            self.bindings[i].health.record(now / 1000, false);
             return;
         }
         let errors = icmp::Endpoint::Tcp(IpListenEndpoint::from(local));
@@ -587,7 +662,7 @@ impl MonitorCore {
                 })
                 .is_ok();
         if !sent {
-            self.bindings[i].health.record(now, false);
+            self.bindings[i].health.record(now / 1000, false);
             return;
         }
         self.begin(i, now, socket, None);
@@ -600,8 +675,8 @@ impl MonitorCore {
         let (child, started) = b.script.as_mut()?;
         let started = *started;
         let result = match child.try_wait() {
-            Ok(Some(status)) => Some((status.success(), (now - started) * 1000)),
-            Ok(None) if now >= started + b.health.resp_timeout() => {
+            Ok(Some(status)) => Some((status.success(), (now - started))),
+            Ok(None) if now >= started + b.health.resp_timeout() * 1000 => {
                 let _ = child.kill();
                 let _ = child.wait();
                 Some((false, 0))
@@ -619,7 +694,7 @@ impl MonitorCore {
     fn step(&mut self, i: usize, now: u64) -> Option<(bool, u64)> {
         let b = &mut self.bindings[i];
         let probe = b.probe.as_mut()?;
-        let deadline = probe.started + b.health.resp_timeout();
+        let deadline = probe.started + b.health.resp_timeout() * 1000;
         // Port, host or network unreachable: fail now rather than at the timeout.
         if let Some(h) = probe.errors
             && unreachable(self.sockets.get_mut::<icmp::Socket>(h))
@@ -651,7 +726,7 @@ impl MonitorCore {
                             .collect()
                     });
                     b.load = samples.as_deref().and_then(crate::load::load);
-                    return Some((b.load.is_some(), (now - probe.started) * 1000));
+                    return Some((b.load.is_some(), (now - probe.started)));
                 }
                 let passed = match &b.target.kind {
                     ProbeKind::UdpEcv { recv, .. } => {
@@ -661,7 +736,7 @@ impl MonitorCore {
                     _ => false,
                 };
                 if passed || matches!(b.target.kind, ProbeKind::Dns { .. }) {
-                    return Some((passed, (now - probe.started) * 1000));
+                    return Some((passed, (now - probe.started)));
                 }
             }
             // No answer: the last load stays until the monitor goes DOWN (see `finish`).
@@ -677,7 +752,7 @@ impl MonitorCore {
                     .ok()
                     .and_then(|p| Icmpv4Repr::parse(&p, &ChecksumCapabilities::default()).ok());
                 if let Some(Icmpv4Repr::EchoReply { seq_no: 1, .. }) = reply {
-                    return Some((true, (now - probe.started) * 1000));
+                    return Some((true, (now - probe.started)));
                 }
             }
             return (now >= deadline).then_some((false, 0));
@@ -705,9 +780,7 @@ impl MonitorCore {
             state == tcp::State::Established && probe.tls.as_ref().is_none_or(|t| !t.handshaking());
         match (&b.target.kind, &mut probe.phase) {
             // TCP: SYN → SYN+ACK; TCPS: SYN → handshake complete.
-            (ProbeKind::Tcp, Phase::Connecting) if ready => {
-                Some((true, (now - probe.started) * 1000))
-            }
+            (ProbeKind::Tcp, Phase::Connecting) if ready => Some((true, (now - probe.started))),
             (
                 ProbeKind::Http {
                     request, headers, ..
@@ -752,7 +825,7 @@ impl MonitorCore {
                             *stage = 2;
                             let _ = socket.send_slice(format!("PASS {password}\r\n").as_bytes());
                         }
-                        (1, 230) | (2, 230) => return Some((true, (now - *at) * 1000)),
+                        (1, 230) | (2, 230) => return Some((true, (now - *at))),
                         (_, c) if c >= 400 => return Some((false, 0)),
                         _ => {} // continuation lines, 1xx
                     }
@@ -785,7 +858,7 @@ impl MonitorCore {
             (ProbeKind::Ecv { recv, .. }, Phase::Sent { at, reply }) => {
                 receive_on(socket, probe.tls.as_deref_mut(), reply);
                 if !recv.is_empty() && reply.windows(recv.len()).any(|w| w == recv.as_slice()) {
-                    return Some((true, (now - *at) * 1000));
+                    return Some((true, (now - *at)));
                 }
                 (now >= deadline || !socket.may_recv()).then_some((false, 0))
             }
@@ -797,7 +870,7 @@ impl MonitorCore {
                         .split_whitespace()
                         .nth(1)
                         .and_then(|c| c.parse::<u16>().ok());
-                    return Some((code.is_some_and(|c| codes.contains(c)), (now - *at) * 1000));
+                    return Some((code.is_some_and(|c| codes.contains(c)), (now - *at)));
                 }
                 (now >= deadline || !socket.may_recv()).then_some((false, 0))
             }
@@ -826,7 +899,7 @@ impl MonitorCore {
         if passed {
             b.last_response_us = Some(response_us.max(1));
         }
-        let changed = b.health.record(now, passed).is_some();
+        let changed = b.health.record(now / 1000, passed).is_some();
         // A LOAD monitor that went DOWN is not active any more: no load for its service.
         if b.health.state() == MonitorState::Down {
             b.load = None;
@@ -924,7 +997,7 @@ mod tests {
         let mut core = MonitorCore::new(
             [2, 0, 0, 0, 0, 1],
             &[],
-            ChannelDevice { rx, tx },
+            ChannelDevice::new(rx, tx),
             Arc::clone(&health),
             1024..2000,
             0,
@@ -976,7 +1049,7 @@ mod tests {
         assert_eq!(core.state_of(0, "user"), Some(MonitorState::Up));
         assert_eq!(core.state_of(1, "user"), Some(MonitorState::Down));
         assert!(health.is_up(0) && !health.is_up(1));
-        now += 400; // past the sleeping script's timeout
+        now += 400_000; // past the sleeping script's timeout (µs)
         core.poll(now);
         assert_eq!(
             core.state_of(2, "user"),

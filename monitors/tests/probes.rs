@@ -278,7 +278,7 @@ fn a_new_interval_applies_to_running_bindings() {
     // `set lb monitor … -interval 200 MSEC -resptimeout 100 MSEC`: five per second from now.
     t.timers.interval = 200;
     t.timers.resp_timeout = 100;
-    lab.core.set_targets(vec![t], lab.now());
+    lab.core.set_targets(vec![t], lab.now_us());
     lab.run_until(10_000);
     let (now_passed, _) = lab.health.probes();
     assert!((29..=32).contains(&now_passed), "{now_passed}");

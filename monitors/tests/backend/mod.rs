@@ -214,10 +214,7 @@ impl Lab {
         let (to_backend, backend_rx) = crossbeam_channel::bounded(4096);
         let (to_core, core_rx) = crossbeam_channel::bounded(4096);
         let health = Arc::new(ServiceHealth::new(services));
-        let core_device = ChannelDevice {
-            rx: core_rx,
-            tx: to_backend,
-        };
+        let core_device = ChannelDevice::new(core_rx, to_backend);
         let core = MonitorCore::new(
             CORE_MAC,
             &[(CORE_IP, 24)],
@@ -226,10 +223,7 @@ impl Lab {
             1024..10000,
             0,
         );
-        let mut device = ChannelDevice {
-            rx: backend_rx,
-            tx: to_core,
-        };
+        let mut device = ChannelDevice::new(backend_rx, to_core);
         let config = Config::new(EthernetAddress(BACKEND_MAC).into());
         let mut iface = Interface::new(config, &mut device, Instant::from_millis(0));
         iface.update_ip_addrs(|a| {
@@ -270,13 +264,19 @@ impl Lab {
     pub fn run_until(&mut self, t: u64) {
         while self.now < t {
             self.now += 1;
-            self.core.poll(self.now);
+            self.core.poll(self.now * 1000);
             self.poll_backend();
         }
     }
 
+    /// Virtual milliseconds so far.
     pub fn now(&self) -> u64 {
         self.now
+    }
+
+    /// The same in the monitor core's unit (microseconds).
+    pub fn now_us(&self) -> u64 {
+        self.now * 1000
     }
 
     fn poll_backend(&mut self) {
