@@ -310,7 +310,7 @@ struct Probe {
     phase: Phase,
     /// The TLS session of a secure probe, from the moment its connection is established.
     tls: Option<Box<TlsStream>>,
-    /// Receives the ICMP errors (unreachable) about the probe's TCP or UDP port.
+    /// Receives the ICMP errors (unreachable) about a UDP probe's port.
     errors: Option<SocketHandle>,
 }
 
@@ -615,8 +615,9 @@ impl MonitorCore {
             self.bindings[i].health.record(now / 1000, false);
             return;
         }
-        let errors = icmp::Endpoint::Tcp(IpListenEndpoint::from(local));
-        self.begin(i, now, socket, Some(errors));
+        // No error socket for TCP: a closed port answers RST, and every extra socket costs
+        // each frame the stack handles (smoltcp walks its sockets).
+        self.begin(i, now, socket, None);
     }
 
     /// Registers a probe's socket (and one for the ICMP errors about its port): the probe
