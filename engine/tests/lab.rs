@@ -317,8 +317,12 @@ fn administered_through_fulcrumctl_under_traffic() {
     lab.start(&config("ROUNDROBIN"), 80);
     let down = lab.dir.join("down.bin");
     let transfer = lab.spawn_download(80, "10M", &down, 60);
+    // And wrk on keep-alive connections, across the changes too.
+    let url = format!("http://{VIP}/");
+    let wrk = lab.client_spawn(&["wrk", "-t1", "-c8", "-d6s", &url]);
     std::thread::sleep(std::time::Duration::from_millis(1000));
-    // A script of changes while the transfer runs; the batch stops at the first error.
+    // A script of changes while both run; the batch stops at the first error. s3 is
+    // disabled gracefully: its connections finish (a plain disable would flush them).
     let script = lab.dir.join("changes.conf");
     std::fs::write(
         &script,
@@ -327,7 +331,7 @@ fn administered_through_fulcrumctl_under_traffic() {
          set lb vserver web -lbMethod LEASTCONNECTION\n\
          bind lb vserver web s4 -weight 2\n\
          unbind lb vserver web s2\n\
-         disable service s3\n\
+         disable service s3 30 -graceFul YES\n\
          set service s4 -cltTimeout 77\n\
          unset service s4 -cltTimeout\n\
          rename service s4 s4-renamed\n\
@@ -364,6 +368,16 @@ fn administered_through_fulcrumctl_under_traffic() {
     assert!(
         !never.status.success(),
         "the line after the error never ran"
+    );
+
+    let wrk = wrk.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&wrk.stdout);
+    assert!(
+        wrk.status.success()
+            && report.contains("Requests/sec")
+            && !report.contains("Socket errors")
+            && !report.contains("Non-2xx"),
+        "{report}"
     );
 
     // New connections follow the new configuration: s2 unbound.
