@@ -667,8 +667,9 @@ pub fn stat(
                     ),
                     ("Load", st.load.map_or("-".into(), |l| l.to_string())),
                 ];
+                // Values without a rate, in the table's columns.
                 for (label, value) in rows {
-                    out.push_str(&format!("\t{label:.<32} {value}\n"));
+                    out.push_str(&format!("\t{label:<32}{:>12}{value:>20}\n", "-"));
                 }
             }
         }
