@@ -226,6 +226,7 @@ pub fn run(
                         "fulcrumd: worker {w} could not be pinned to CPU {core}; running unpinned"
                     );
                 }
+                let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
                 worker_loop(worker, ports, &stop, &published, &monitor, clock)
             })
             .map_err(|e| DaemonError(format!("cannot start worker {w}: {e}")))?;
@@ -281,19 +282,24 @@ pub fn run(
         let _ = server.join();
     }
 
-    let _ = monitor_thread.join();
+    let mut failed = Vec::new();
+    if monitor_thread.join().is_err() {
+        failed.push("the monitor core".to_owned());
+    }
     let mut summary = RunSummary::default();
-    for h in handles {
-        if let Ok(w) = h.join() {
-            let s = w.stats;
-            summary.stats.rx += s.rx;
-            summary.stats.tx += s.tx;
-            summary.stats.flows_created += s.flows_created;
-            summary.stats.flows_expired += s.flows_expired;
-            summary.stats.flows_flushed += s.flows_flushed;
-            for (reason, n) in w.drops.nonzero() {
-                summary.drops.add(reason, n);
-            }
+    for (id, h) in handles.into_iter().enumerate() {
+        let Ok(w) = h.join() else {
+            failed.push(format!("worker {id}"));
+            continue;
+        };
+        let s = w.stats;
+        summary.stats.rx += s.rx;
+        summary.stats.tx += s.tx;
+        summary.stats.flows_created += s.flows_created;
+        summary.stats.flows_expired += s.flows_expired;
+        summary.stats.flows_flushed += s.flows_flushed;
+        for (reason, n) in w.drops.nonzero() {
+            summary.drops.add(reason, n);
         }
     }
     opened.sort();
@@ -303,6 +309,13 @@ pub fn run(
             eprintln!("fulcrumd: {e}");
         }
     }
+    if !failed.is_empty() {
+        // XDP is detached: the kernel carries the traffic again until a supervisor restarts us.
+        return Err(DaemonError(format!(
+            "{} stopped unexpectedly; fulcrumd stopped too",
+            failed.join(", ")
+        )));
+    }
     for (id, s) in tables.services.iter().enumerate() {
         if let Some(s) = s {
             summary
@@ -311,6 +324,31 @@ pub fn run(
         }
     }
     Ok(summary)
+}
+
+/// Stops the whole daemon when the thread holding it panics: a dead worker would leave its
+/// queue unserved (traffic silently lost) while the rest looked healthy.
+pub(crate) struct StopOnPanic {
+    stop: Arc<AtomicBool>,
+    what: String,
+}
+
+impl StopOnPanic {
+    pub(crate) fn new(stop: &Arc<AtomicBool>, what: String) -> Self {
+        Self {
+            stop: Arc::clone(stop),
+            what,
+        }
+    }
+}
+
+impl Drop for StopOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("fulcrumd: {} failed; stopping", self.what);
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The worker's loop: reclaim, receive, decide, transmit, refill — per port, per burst.
@@ -423,4 +461,29 @@ fn worker_loop(
         }
     }
     worker
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_that_panics_stops_the_daemon() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let calm = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let _guard = StopOnPanic::new(&calm, "worker 0".into());
+        })
+        .join()
+        .unwrap();
+        assert!(!stop.load(Ordering::Relaxed), "a clean end stops nothing");
+        let failing = Arc::clone(&stop);
+        let joined = std::thread::spawn(move || {
+            let _guard = StopOnPanic::new(&failing, "worker 1".into());
+            panic!("a sendto error the socket layer does not expect");
+        })
+        .join();
+        assert!(joined.is_err());
+        assert!(stop.load(Ordering::Relaxed));
+    }
 }

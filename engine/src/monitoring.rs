@@ -164,6 +164,7 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("fulcrum-monitor".into())
         .spawn(move || {
+            let _guard = crate::daemon::StopOnPanic::new(&stop, "the monitor core".into());
             if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
                 eprintln!("fulcrumd: the monitor core could not be pinned to CPU {cpu}");
             }
