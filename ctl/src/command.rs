@@ -82,6 +82,59 @@ pub enum Command {
         delay: Option<Seconds>,
         graceful: YesNo,
     },
+    AddServiceGroup {
+        name: Name,
+        service_type: ServiceType,
+        settings: Vec<ServiceSetting>,
+    },
+    SetServiceGroup {
+        name: Name,
+        settings: Vec<ServiceSetting>,
+    },
+    UnsetServiceGroup {
+        name: Name,
+        keys: Vec<ServiceKey>,
+    },
+    RmServiceGroup {
+        name: Name,
+    },
+    RenameServiceGroup {
+        name: Name,
+        new_name: Name,
+    },
+    /// `bind serviceGroup <sg> <server|IP> <port> [-weight N]`.
+    BindServiceGroupMember {
+        group: Name,
+        server: Name,
+        port: Port,
+        weight: Option<Bounded<1, 100>>,
+    },
+    UnbindServiceGroupMember {
+        group: Name,
+        server: Name,
+        port: Port,
+    },
+    BindServiceGroupMonitor {
+        group: Name,
+        monitor: Name,
+        settings: Vec<MonitorBindSetting>,
+    },
+    UnbindServiceGroupMonitor {
+        group: Name,
+        monitor: Name,
+    },
+    /// `enable serviceGroup <sg> [<server> <port>]`: the group or one member.
+    EnableServiceGroup {
+        name: Name,
+        member: Option<(Name, Port)>,
+    },
+    /// `disable serviceGroup <sg> [<server> <port>] [-delay N] [-graceFul YES]`.
+    DisableServiceGroup {
+        name: Name,
+        member: Option<(Name, Port)>,
+        delay: Option<Seconds>,
+        graceful: YesNo,
+    },
     BindServiceMonitor {
         service: Name,
         monitor: Name,

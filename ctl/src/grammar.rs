@@ -38,6 +38,7 @@ pub enum Object {
     Route,
     Server,
     Service,
+    ServiceGroup,
     LbVserver,
     LbMonitor,
     LbMetricTable,
@@ -52,6 +53,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["route"], Object::Route),
     (&["server"], Object::Server),
     (&["service"], Object::Service),
+    (&["serviceGroup"], Object::ServiceGroup),
     (&["lb", "vserver"], Object::LbVserver),
     (&["lb", "monitor"], Object::LbMonitor),
     (&["monitor"], Object::LbMonitor),
@@ -158,6 +160,30 @@ settings! {
         graceful: YesNo = YesNo::No, "graceFul", Graceful, "Wait for existing connections to close";
     }
 }
+
+settings! {
+    /// `disable serviceGroup <sg> [<server> <port>] [-delay <s>] [-graceFul YES]`.
+    pub struct DisableGroupOpts / DisableGroupSetting / DisableGroupKey {
+        delay: Option<crate::conf::model::Seconds> = None, "delay", Delay, "Seconds before the members go out of service";
+        graceful: YesNo = YesNo::No, "graceFul", Graceful, "Wait for existing connections to close";
+    }
+}
+
+/// The optional `<server> <port>` of a service-group command: both or neither.
+fn group_member(a: &Args) -> Result<Option<(Name, crate::value::Port)>> {
+    match (a.pos_opt::<Name>(1)?, a.pos_opt::<crate::value::Port>(2)?) {
+        (Some(server), Some(port)) => Ok(Some((server, port))),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(missing("port")),
+        (None, Some(_)) => Err(missing("serverName")),
+    }
+}
+
+const GROUP_MEMBER: &[PosSpec] = &[
+    req::<Name>("serviceGroupName"),
+    opt::<Name>("IP | serverName"),
+    opt::<crate::value::Port>("port"),
+];
 
 settings! {
     /// `show` and `stat` output format.
@@ -273,6 +299,68 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::Show { object: Object::Service, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Stat Service, SHOW_NAME, OUTPUT, "Service statistics",
         |a| Ok(Command::Stat { object: Object::Service, name: a.pos_opt(0)?, format: output(a)? })),
+    // serviceGroup
+    cmd!(Add ServiceGroup, &[req::<Name>("serviceGroupName"), req::<crate::conf::model::ServiceType>("serviceType")],
+        &[ServiceSettings::OPTIONS], "Add a service group (its members share type, settings and monitors)",
+        |a| Ok(Command::AddServiceGroup { name: a.pos(0)?, service_type: a.pos(1)?, settings: a.settings::<ServiceSettings>()? })),
+    cmd!(Set ServiceGroup, NAME, &[ServiceSettings::OPTIONS], "Change a service group (all its members)",
+        |a| Ok(Command::SetServiceGroup { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? })),
+    cmd!(unset ServiceGroup, NAME, &[ServiceSettings::OPTIONS], "Return service group options to their defaults",
+        |a| Ok(Command::UnsetServiceGroup { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? })),
+    cmd!(Rm ServiceGroup, NAME, NONE, "Remove a service group (its members and bindings)",
+        |a| Ok(Command::RmServiceGroup { name: a.pos(0)? })),
+    cmd!(Rename ServiceGroup, RENAME, NONE, "Rename a service group",
+        |a| Ok(Command::RenameServiceGroup { name: a.pos(0)?, new_name: a.pos(1)? })),
+    cmd!(Bind ServiceGroup, GROUP_MEMBER, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS],
+    "Bind a member (server and port, -weight) or a monitor (-monitorName) to a service group",
+    |a| {
+        let group = a.pos(0)?;
+        let monitor = MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name;
+        let settings = a.settings::<MonitorBindSettings>()?;
+        match (group_member(a)?, monitor) {
+            (Some((server, port)), None) => {
+                // A member takes -weight only; the other options are a monitor binding's.
+                let mut weight = None;
+                for s in settings {
+                    match s {
+                        crate::conf::model::MonitorBindSetting::Weight(w) => weight = Some(w),
+                        _ => return Err(CliError::arg(ErrorKind::InvalidArgumentValue, "monitorName")
+                            .with_detail("Monitor options need -monitorName")),
+                    }
+                }
+                Ok(Command::BindServiceGroupMember { group, server, port, weight })
+            }
+            (None, Some(monitor)) => Ok(Command::BindServiceGroupMonitor { group, monitor, settings }),
+            (None, None) => Err(missing("serverName")),
+            (Some(_), Some(_)) => Err(CliError::arg(ErrorKind::InvalidArgumentValue, "monitorName")
+                .with_detail("Bind a member or a monitor, not both")),
+        }
+    }),
+    cmd!(Unbind ServiceGroup, GROUP_MEMBER, &[MonitorNameOpt::OPTIONS],
+    "Unbind a member or a monitor from a service group",
+    |a| {
+        let group = a.pos(0)?;
+        let monitor = MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name;
+        match (group_member(a)?, monitor) {
+            (Some((server, port)), None) => Ok(Command::UnbindServiceGroupMember { group, server, port }),
+            (None, Some(monitor)) => Ok(Command::UnbindServiceGroupMonitor { group, monitor }),
+            (None, None) => Err(missing("serverName")),
+            (Some(_), Some(_)) => Err(CliError::arg(ErrorKind::InvalidArgumentValue, "monitorName")
+                .with_detail("Unbind a member or a monitor, not both")),
+        }
+    }),
+    cmd!(Enable ServiceGroup, GROUP_MEMBER, NONE, "Enable a service group or one member",
+        |a| Ok(Command::EnableServiceGroup { name: a.pos(0)?, member: group_member(a)? })),
+    cmd!(Disable ServiceGroup, GROUP_MEMBER, &[DisableGroupOpts::OPTIONS],
+    "Take a service group or one member out of service, at once, after -delay, or gracefully",
+    |a| {
+        let o = DisableGroupOpts::default().with(&a.settings::<DisableGroupOpts>()?);
+        Ok(Command::DisableServiceGroup { name: a.pos(0)?, member: group_member(a)?, delay: o.delay, graceful: o.graceful })
+    }),
+    cmd!(Show ServiceGroup, SHOW_NAME, OUTPUT, "Show service groups",
+        |a| Ok(Command::Show { object: Object::ServiceGroup, name: a.pos_opt(0)?, format: output(a)? })),
+    cmd!(Stat ServiceGroup, SHOW_NAME, OUTPUT, "Service group statistics",
+        |a| Ok(Command::Stat { object: Object::ServiceGroup, name: a.pos_opt(0)?, format: output(a)? })),
     // lb vserver
     cmd!(Add LbVserver, &[req::<Name>("name"), req::<crate::conf::model::ServiceType>("serviceType"), opt::<std::net::IpAddr>("IPAddress"), opt::<crate::value::Port>("port")],
     &[VserverSettings::OPTIONS], "Add a load-balancing virtual server",

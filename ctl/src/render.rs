@@ -112,15 +112,19 @@ fn service_state(config: &Config, s: &Service, rt: &dyn Runtime) -> &'static str
     }
 }
 
+/// The services operators add themselves (not the members of service groups).
+fn own_services(config: &Config) -> impl Iterator<Item = &Service> + Clone {
+    config.services.values().filter(|s| s.group.is_none())
+}
+
 fn vserver_state(config: &Config, v: &Vserver, rt: &dyn Runtime) -> &'static str {
     if !v.settings.state.is_enabled() {
         return "OUT OF SERVICE";
     }
-    let any_up = v
-        .bindings
-        .iter()
-        .filter_map(|b| config.services.get(b.service.as_str()))
-        .any(|s| service_state(config, s, rt) == "UP");
+    let any_up = config
+        .bound_services(v)
+        .into_iter()
+        .any(|(s, _)| service_state(config, s, rt) == "UP");
     if any_up { "UP" } else { "DOWN" }
 }
 
@@ -138,11 +142,10 @@ fn timeout(t: Option<Seconds>, default: u64) -> u64 {
 fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String) {
     let (ip, port) = vip(v);
     let state = vserver_state(config, v, rt);
-    let active = v
-        .bindings
+    let bound = config.bound_services(v);
+    let active = bound
         .iter()
-        .filter_map(|b| config.services.get(b.service.as_str()))
-        .filter(|s| service_state(config, s, rt) == "UP")
+        .filter(|(s, _)| service_state(config, s, rt) == "UP")
         .count();
     out.push_str(&format!(
         "\t{} ({ip}:{port}) - {}\tType: ADDRESS\n",
@@ -159,7 +162,7 @@ fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String
     ));
     out.push_str(&format!(
         "\tNo. of Bound Services :  {} (Total) \t {active} (Active)\n",
-        v.bindings.len()
+        bound.len()
     ));
     out.push_str(&format!("\tConfigured Method: {}\n", v.settings.lb_method));
     if let Some(reason) = rt.vserver(v.name.as_str()).round_robin_reason {
@@ -171,21 +174,20 @@ fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String
         "\tMode: IP\n\tPersistence: {}\n",
         v.settings.persistence_type
     ));
-    if !v.bindings.is_empty() {
+    if !bound.is_empty() {
         out.push('\n');
     }
-    for (i, b) in v.bindings.iter().enumerate() {
-        if let Some(s) = config.services.get(b.service.as_str()) {
-            out.push_str(&format!(
-                "{}) {} ({}) - {} State: {}\tWeight: {}\n",
-                i + 1,
-                s.name,
-                endpoint(config, s).replace(':', ": "),
-                s.service_type,
-                service_state(config, s, rt),
-                b.settings.weight.get()
-            ));
-        }
+    // A group's members are listed under the group's name, as NetScaler does.
+    for (i, (s, weight)) in bound.iter().enumerate() {
+        out.push_str(&format!(
+            "{}) {} ({}) - {} State: {}\tWeight: {}\n",
+            i + 1,
+            s.group.as_ref().unwrap_or(&s.name),
+            endpoint(config, s).replace(':', ": "),
+            s.service_type,
+            service_state(config, s, rt),
+            weight
+        ));
     }
 }
 
@@ -425,7 +427,7 @@ pub fn show(
             }
         }
         Object::Service => {
-            let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
+            let list = pick(own_services(config), name, |s| s.name.as_str(), "name")?;
             if json {
                 return Ok(json_list(&list, |s| json_service(config, s, rt)));
             }
@@ -444,6 +446,23 @@ pub fn show(
                         service_state(config, s, rt)
                     ));
                 }
+            }
+        }
+        Object::ServiceGroup => {
+            let list = pick(
+                config.service_groups.values(),
+                name,
+                |g| g.name.as_str(),
+                "serviceGroupName",
+            )?;
+            if json {
+                return Ok(json_list(&list, |g| json_group(config, g, rt)));
+            }
+            for (i, g) in list.iter().enumerate() {
+                if name.is_none() {
+                    out.push_str(&format!("{})", i + 1));
+                }
+                show_group(config, g, rt, &mut out);
             }
         }
         Object::LbMonitor => {
@@ -583,10 +602,10 @@ pub fn stat(
             }
             for v in &list {
                 let (ip, port) = vip(v);
-                let stats: Vec<ServiceStats> = v
-                    .bindings
-                    .iter()
-                    .map(|b| rt.service(b.service.as_str()))
+                let stats: Vec<ServiceStats> = config
+                    .bound_services(v)
+                    .into_iter()
+                    .map(|(s, _)| rt.service(s.name.as_str()))
                     .collect();
                 let vstats = rt.vserver(v.name.as_str());
                 let hits = vstats.hits;
@@ -637,8 +656,22 @@ pub fn stat(
                 }
             }
         }
+        Object::ServiceGroup => {
+            let list = pick(
+                config.service_groups.values(),
+                name,
+                |g| g.name.as_str(),
+                "serviceGroupName",
+            )?;
+            if json {
+                return Ok(json_list(&list, |g| json_group(config, g, rt)));
+            }
+            for g in &list {
+                stat_group(config, g, rt, &mut out);
+            }
+        }
         Object::Service => {
-            let list = pick(config.services.values(), name, |s| s.name.as_str(), "name")?;
+            let list = pick(own_services(config), name, |s| s.name.as_str(), "name")?;
             if json {
                 return Ok(json_list(&list, |s| json_service(config, s, rt)));
             }
@@ -681,4 +714,113 @@ pub fn stat(
         }
     }
     Ok(out)
+}
+
+/// `show serviceGroup <sg>`: the group's state and settings, then one block per member.
+fn show_group(config: &Config, g: &ServiceGroup, rt: &dyn Runtime, out: &mut String) {
+    let members = config.group_members(g);
+    let any_up = members
+        .iter()
+        .any(|(_, s)| service_state(config, s, rt) == "UP");
+    out.push_str(&format!("\t{} - {}\n", g.name, g.service_type));
+    out.push_str(&format!(
+        "\tState: {}\tEffective State: {}\tMonitor Threshold : {}\n",
+        g.settings.state,
+        if any_up { "UP" } else { "DOWN" },
+        g.settings.mon_threshold.get()
+    ));
+    out.push_str(&format!(
+        "\tMax Conn: {}\tMax Req: {}\n\tDown state flush: {}\n\tHealth monitoring: {}\n",
+        g.settings.max_client.get(),
+        g.settings.max_req.get(),
+        g.settings.down_state_flush,
+        g.settings.health_monitor
+    ));
+    for (i, (m, s)) in members.iter().enumerate() {
+        let stats = rt.service(s.name.as_str());
+        let state = match stats.going_out {
+            Some(going) if !s.settings.state.is_enabled() => {
+                format!("GOING OUT OF SERVICE ({going})")
+            }
+            _ => service_state(config, s, rt).to_owned(),
+        };
+        out.push_str(&format!(
+            "\n{})\t{}\tState: {state}\tServer Name: {}\tServer ID: None\tWeight: {}\n",
+            i + 1,
+            endpoint(config, s),
+            m.server,
+            m.weight.get()
+        ));
+        for (monitor, b) in config.effective_monitors(s) {
+            out.push_str(&format!(
+                "\t\tMonitor Name: {}\tState: {}\tWeight: {}\n",
+                monitor.name,
+                if !b.mon_state.is_enabled() {
+                    "DISABLED"
+                } else if stats.up {
+                    "UP"
+                } else {
+                    "DOWN"
+                },
+                b.weight.get()
+            ));
+        }
+        if let Some(rt) = stats.response_time_us {
+            out.push_str(&format!(
+                "\t\tResponse Time: {:.1} millisec\n",
+                rt as f64 / 1000.0
+            ));
+        }
+    }
+}
+
+/// `stat serviceGroup <sg>`: each member's counters.
+fn stat_group(config: &Config, g: &ServiceGroup, rt: &dyn Runtime, out: &mut String) {
+    out.push_str(&format!(
+        "ServiceGroup: {} - {}\tState: {}\n",
+        g.name, g.service_type, g.settings.state
+    ));
+    for (_, s) in config.group_members(g) {
+        let st = rt.service(s.name.as_str());
+        out.push_str(&format!(
+            "  Member {}\tState: {}\n",
+            endpoint(config, s),
+            service_state(config, s, rt)
+        ));
+        out.push_str(&rate_table(&[
+            ("Hits", Some(st.rates.hits), st.hits),
+            ("Packets", Some(st.rates.packets), st.packets),
+            ("Bytes", Some(st.rates.bytes), st.bytes),
+            ("Active transactions", None, st.active),
+        ]));
+    }
+}
+
+fn json_group(config: &Config, g: &ServiceGroup, rt: &dyn Runtime) -> Value {
+    let members: Vec<Value> = config
+        .group_members(g)
+        .into_iter()
+        .map(|(m, s)| {
+            let st = rt.service(s.name.as_str());
+            json!({
+                "servername": m.server.as_str(),
+                "ip": config.service_addr(s).map(|a| a.to_string()),
+                "port": match s.port { Port::Any => Value::from("*"), Port::Number(p) => Value::from(p) },
+                "weight": m.weight.get(),
+                "state": service_state(config, s, rt),
+                "hits": st.hits,
+                "activetransactions": st.active,
+                "packets": st.packets,
+                "bytes": st.bytes,
+                "responsetime_us": st.response_time_us,
+            })
+        })
+        .collect();
+    json!({
+        "servicegroupname": g.name.as_str(),
+        "servicetype": g.service_type.keyword(),
+        "state": g.settings.state.keyword(),
+        "members": members,
+        "monitors": g.monitors.iter().map(|b| b.monitor.as_str()).collect::<Vec<_>>(),
+    })
 }

@@ -263,7 +263,7 @@ fn keywords_are_case_insensitive_and_abbreviable() {
     let c = config_of(
         &[
             "ADD SERVER web1 198.18.0.11",
-            "add servi svc1 web1 http 80 -maxcl 100",
+            "add SERVICE svc1 web1 http 80 -maxcl 100",
             "add lb vs vs1 tcp 198.19.0.10 80 -lbmeth leastp",
             "bind lb vs vs1 svc1 -weig 7",
             "add mon m1 TCP -LRTM enabled -inter 500 msec -resptimeout 100 ms",
@@ -276,6 +276,11 @@ fn keywords_are_case_insensitive_and_abbreviable() {
     assert_eq!(c.services["svc1"].settings.max_client.get(), 100);
     assert_eq!(c.monitors["m1"].settings.interval.millis(), 500);
     assert!(parse_line("sh lb vs").is_ok());
+    assert!(
+        parse_line("add servi x 198.18.0.11 HTTP 80").is_err(),
+        "servi is ambiguous between service and serviceGroup"
+    );
+    assert!(parse_line("sh serviceg").is_ok());
     assert!(
         parse_line("s lb vs").is_err(),
         "s is ambiguous between set, save, show, stat"

@@ -190,7 +190,7 @@ impl Control {
         let mut state = self.lock();
         let mut next = state.config.clone();
         next.apply_all(cmds)?;
-        let drains = drains_after(&state.drains, cmds, self.now_ms());
+        let drains = drains_after(&state.drains, cmds, &next, self.now_ms());
         self.publish(&mut state, next, drains)
     }
 
@@ -279,10 +279,37 @@ impl Control {
     }
 }
 
-/// The drains once `cmds` (already validated) have run at `now_ms`.
+/// The services standing for a group's members, or for one of them.
+fn group_services(
+    config: &Config,
+    group: &ctl::value::Name,
+    member: Option<&(ctl::value::Name, ctl::value::Port)>,
+) -> Vec<String> {
+    let Some(g) = config.service_groups.get(group.as_str()) else {
+        return Vec::new();
+    };
+    // The member's server as the configuration names it (the command may give its IP).
+    let member = member.map(|(server, port)| {
+        let name = config.server_for(server).map_or(server.clone(), |(n, _)| n);
+        (name, *port)
+    });
+    config
+        .group_members(g)
+        .into_iter()
+        .filter(|(m, _)| {
+            member
+                .as_ref()
+                .is_none_or(|(server, port)| m.server == *server && m.port == *port)
+        })
+        .map(|(_, s)| s.name.0.clone())
+        .collect()
+}
+
+/// The drains once `cmds` (already validated) have run at `now_ms` on `config`.
 fn drains_after(
     drains: &HashMap<String, Drain>,
     cmds: &[Command],
+    config: &Config,
     now_ms: u64,
 ) -> HashMap<String, Drain> {
     let mut next = drains.clone();
@@ -298,6 +325,22 @@ fn drains_after(
             }
             Command::EnableService { name } | Command::RmService { name } => {
                 next.remove(name.as_str());
+            }
+            Command::DisableServiceGroup {
+                name,
+                member,
+                delay,
+                graceful,
+            } => {
+                let drain = Drain::new(now_ms, delay.map(|d| d.get()), graceful.is_yes());
+                for service in group_services(config, name, member.as_ref()) {
+                    next.insert(service, drain);
+                }
+            }
+            Command::EnableServiceGroup { name, member } => {
+                for service in group_services(config, name, member.as_ref()) {
+                    next.remove(&service);
+                }
             }
             Command::RenameService { name, new_name } => {
                 if let Some(d) = next.remove(name.as_str()) {

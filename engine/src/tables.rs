@@ -191,12 +191,12 @@ impl Tables {
             let Some((IpAddr::V4(vip), port)) = v.vip else {
                 continue;
             };
-            let members = v
-                .bindings
-                .iter()
-                .filter_map(|b| {
-                    let svc = config.services.get(b.service.as_str())?;
-                    let id = ids.id(b.service.as_str());
+            // Bound services, and bound groups as their members with the members' weights.
+            let members = config
+                .bound_services(v)
+                .into_iter()
+                .filter_map(|(svc, weight)| {
+                    let id = ids.id(svc.name.as_str());
                     let addr = services.get(id as usize)?.as_ref()?.addr;
                     let hash_port = match svc.port {
                         Port::Number(p) if use_port => Some(p),
@@ -204,7 +204,7 @@ impl Tables {
                     };
                     Some(Member {
                         service: id,
-                        weight: b.settings.weight.get() as u32,
+                        weight,
                         seed: member_seed(
                             addr.into(),
                             hash_port,

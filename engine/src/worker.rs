@@ -271,6 +271,10 @@ impl Worker {
             if let Stage::Lookup(ip, snip_bound) = stage[i] {
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
                 stage[i] = match self.flows.lookup(&flow_key(&ip)) {
+                    Some((slot, side)) if self.reopens(now_ms, &ip, slot, side) => {
+                        self.retire(slot);
+                        Stage::New(ip)
+                    }
                     Some((slot, side)) => Stage::Forward(ip, slot, side),
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
                     None if snip_bound && monitor_port && self.monitor => {
@@ -496,6 +500,29 @@ impl Worker {
         Verdict::Tx { port }
     }
 
+    /// A client's SYN on the 4-tuple of a flow that is over (closed, or flushed): a new
+    /// connection reusing the port, balanced afresh rather than reset or sent to the old
+    /// service.
+    fn reopens(&self, now_ms: u64, ip: &Ipv4, slot: u32, side: Side) -> bool {
+        side == Side::Client
+            && ip.tcp.syn
+            && !ip.tcp.ack
+            && self
+                .flows
+                .get(slot)
+                .is_some_and(|f| f.tcp.is_closed() || self.flush_due(now_ms, f.service))
+    }
+
+    /// Ends a flow without a word to its peers (it is over, or its port is reused).
+    fn retire(&mut self, slot: u32) {
+        if let Some(flow) = self.flows.remove(slot) {
+            if flow.active {
+                self.writer.flow_closed(flow.service);
+            }
+            self.snat.release(flow.snip.0, flow.snip.1);
+        }
+    }
+
     /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
     /// (if any) is over.
     fn flush_due(&self, now_ms: u64, service: ServiceId) -> bool {
@@ -509,13 +536,10 @@ impl Worker {
     /// get an RST in their own sequence space (the sender's from the numbers it just used,
     /// the other's from what the sender has sent), so neither waits on a dead connection.
     fn flush(&mut self, frame: &[u8], ip: &Ipv4, slot: u32, side: Side) -> Verdict {
-        let Some(flow) = self.flows.remove(slot) else {
+        let Some(flow) = self.flows.get(slot).copied() else {
             return Verdict::Drop(DropReason::NoFlow);
         };
-        if flow.active {
-            self.writer.flow_closed(flow.service);
-        }
-        self.snat.release(flow.snip.0, flow.snip.1);
+        self.retire(slot);
         self.stats.flows_flushed += 1;
         if let Some(n) = wire::tcp_numbers(frame, ip)
             && !ip.tcp.rst

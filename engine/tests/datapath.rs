@@ -528,3 +528,75 @@ fn a_burst_is_processed_in_stages_and_keeps_frame_order() {
     );
     assert_eq!(&burst[1][42..45], b"two");
 }
+
+/// The RSTs the worker queued: (destination MAC, source, destination, sequence number).
+type Reset = ([u8; 6], (Ipv4Addr, u16), (Ipv4Addr, u16), u32);
+
+fn queued_resets(lab: &mut Lab) -> Vec<Reset> {
+    let mut out = Vec::new();
+    lab.worker.drain_outbox(|_, f| {
+        if f[12..14] == [0x08, 0x00] {
+            let (dmac, src, dst, _) = tcp_out(f);
+            let tcp = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+            assert!(tcp.rst());
+            out.push((dmac, src, dst, tcp.sequence_number()));
+        }
+    });
+    out
+}
+
+#[test]
+fn a_down_service_has_its_flows_flushed_with_resets_both_ways() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let client = (CLIENT, 42_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn);
+    let (_, snat, service, _) = tcp_out(&syn);
+    assert_eq!(service, (backend(1), 80));
+    // Not UP but not decided DOWN either (a monitor just bound): the flow goes on.
+    lab.health.set_up(0, false);
+    let mut data = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"GET /");
+    assert_eq!(lab.run(&mut data), Verdict::Tx { port: 0 });
+    // The monitors decide DOWN: the next frame of the flow is dropped and both ends reset.
+    lab.health.set_down(0, true);
+    let mut data = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"GET /");
+    assert_eq!(lab.run(&mut data), Verdict::Drop(DropReason::Flushed));
+    let resets = queued_resets(&mut lab);
+    // To the client from the VIP with the sequence number it acknowledged (1), to the service
+    // from the SNIP with the client's (1000).
+    assert!(
+        resets.contains(&(CLIENT_MAC, (VIP, 80), client, 1)),
+        "{resets:?}"
+    );
+    assert!(
+        resets.contains(&(backend_mac(1), snat, service, 1000)),
+        "{resets:?}"
+    );
+    assert_eq!(lab.worker.stats.flows_flushed, 1);
+    assert_eq!(lab.counters.active(0), 0);
+    // What the client sends next belongs to no connection: answered with an RST.
+    let mut late = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"x");
+    assert_eq!(lab.run(&mut late), Verdict::Drop(DropReason::NoFlow));
+    assert_eq!(
+        queued_resets(&mut lab),
+        [(CLIENT_MAC, (VIP, 80), client, 1)]
+    );
+}
+
+#[test]
+fn a_syn_reusing_a_closed_flows_ports_opens_a_new_flow() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let client = (CLIENT, 43_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn);
+    assert_eq!(tcp_out(&syn).2, (backend(1), 80));
+    let mut rst = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Rst, b"");
+    lab.run(&mut rst);
+    // Within the closed flow's linger time the client opens again from the same port: a
+    // new connection, balanced afresh (round robin moves on to the next service).
+    let mut again = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut again), Verdict::Tx { port: 0 });
+    assert_eq!(tcp_out(&again).2, (backend(2), 80));
+    assert_eq!(lab.worker.stats.flows_created, 2);
+    assert_eq!(lab.worker.flows().len(), 1);
+}

@@ -1090,3 +1090,85 @@ fn vserver_hits(lab: &Lab, v: &str) -> u64 {
         .and_then(|n| n.trim().parse::<u64>().ok())
         .unwrap_or_else(|| panic!("{text}"))
 }
+
+#[test]
+fn a_service_group_balances_over_its_members() {
+    use std::time::Duration;
+    let mut lab = Lab::up("sg", 3);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add lb monitor m-ecv HTTP-ECV -send \"GET /\" -recv backend- -interval 1 -resptimeout 500 MSEC -retries 1 -downTime 1
+add serviceGroup sg-web HTTP
+add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web sg-web
+bind serviceGroup sg-web 198.18.0.11 80 -weight 2
+bind serviceGroup sg-web 198.18.0.[12-13] 80
+bind serviceGroup sg-web -monitorName m-ecv
+"
+    );
+    lab.start(&conf, 80);
+    std::thread::sleep(Duration::from_secs(2)); // every member probed UP
+    // Weighted round robin over the members: 2 : 1 : 1.
+    let names = lab.curl_new_connections(80, "/", 80);
+    assert_eq!(names.len(), 80);
+    let shares: Vec<usize> = (1..=3)
+        .map(|n| count(&names, &format!("backend-{n}")))
+        .collect();
+    assert!(
+        (36..=44).contains(&shares[0]) && (16..=24).contains(&shares[1]),
+        "{shares:?}"
+    );
+    let show =
+        String::from_utf8_lossy(&lab.ctl(&["show", "serviceGroup", "sg-web"]).stdout).into_owned();
+    assert!(
+        show.contains("198.18.0.12:80\tState: UP") && show.contains("Monitor Name: m-ecv"),
+        "{show}"
+    );
+    // The group's monitor fails one member: it leaves the decision.
+    let out = lab.ctl(&[
+        "set",
+        "lb",
+        "monitor",
+        "m-ecv",
+        "HTTP-ECV",
+        "-recv",
+        "backend-1",
+    ]);
+    assert!(out.status.success());
+    std::thread::sleep(Duration::from_secs(3));
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20);
+    assert_eq!(count(&names, "backend-1"), 20, "{names:?}");
+    // A member disabled by the operator, the rest back UP: new connections avoid it.
+    for cmd in [
+        &[
+            "set", "lb", "monitor", "m-ecv", "HTTP-ECV", "-recv", "backend-",
+        ][..],
+        &["disable", "serviceGroup", "sg-web", "198.18.0.11", "80"][..],
+    ] {
+        assert!(lab.ctl(cmd).status.success(), "{cmd:?}");
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20, "{names:?}");
+    assert_eq!(count(&names, "backend-1"), 0, "{names:?}");
+    let stat =
+        String::from_utf8_lossy(&lab.ctl(&["stat", "serviceGroup", "sg-web"]).stdout).into_owned();
+    assert!(
+        stat.contains("Member 198.18.0.11:80\tState: OUT OF SERVICE"),
+        "{stat}"
+    );
+    // Saved as a group; a restart from the file comes back with the same configuration.
+    assert!(lab.ctl(&["save", "ns", "config"]).status.success());
+    let running = lab.ctl(&["show", "ns", "runningConfig"]).stdout;
+    let text = String::from_utf8_lossy(&running).into_owned();
+    assert!(
+        text.contains("bind serviceGroup sg-web 198.18.0.11 80 -weight 2")
+            && text.contains("disable serviceGroup sg-web 198.18.0.11 80"),
+        "{text}"
+    );
+    let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    lab.stop();
+    lab.start(&saved, 80);
+    assert_eq!(lab.ctl(&["show", "ns", "runningConfig"]).stdout, running);
+}

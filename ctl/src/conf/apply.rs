@@ -24,7 +24,7 @@ fn rename_key<'m, V>(map: &'m mut IndexMap<String, V>, old: &str, new: &str) -> 
     map.get_mut(new)
 }
 
-fn check_port(service_type: ServiceType, port: Port) -> Result<()> {
+pub(super) fn check_port(service_type: ServiceType, port: Port) -> Result<()> {
     if port == Port::Any
         && service_type.transport() == Transport::Tcp
         && service_type != ServiceType::Tcp
@@ -184,6 +184,7 @@ impl Config {
                 for svc in self.services.values_mut().filter(|s| s.server == *name) {
                     svc.server = new_name.clone();
                 }
+                self.rename_member_server(name, new_name);
             }
             Command::EnableServer { name } | Command::DisableServer { name } => {
                 self.server("name", name.as_str())?;
@@ -204,7 +205,9 @@ impl Config {
                 port,
                 settings,
             } => {
-                if self.services.contains_key(name.as_str()) {
+                if self.services.contains_key(name.as_str())
+                    || self.service_groups.contains_key(name.as_str())
+                {
                     return Err(exists("name", name.as_str()));
                 }
                 if !name
@@ -220,29 +223,7 @@ impl Config {
                 }
                 check_port(*service_type, *port)?;
                 // A bare IP creates (or reuses) a server, as NetScaler does.
-                let (server_name, new_server) = match self.servers.get(server.as_str()) {
-                    Some(s) => (s.name.clone(), None),
-                    None => {
-                        let addr: IpAddr = server.as_str().parse().map_err(|_| {
-                            CliError::arg_value(
-                                ErrorKind::NoSuchResource,
-                                "serverName",
-                                server.as_str(),
-                            )
-                        })?;
-                        match self.servers.values().find(|s| s.addr == addr) {
-                            Some(s) => (s.name.clone(), None),
-                            None => (
-                                server.clone(),
-                                Some(Server {
-                                    name: server.clone(),
-                                    addr,
-                                    settings: ServerSettings::default(),
-                                }),
-                            ),
-                        }
-                    }
-                };
+                let (server_name, new_server) = self.server_for(server)?;
                 let service = Service {
                     name: name.clone(),
                     server: server_name,
@@ -250,6 +231,7 @@ impl Config {
                     port: *port,
                     settings: ServiceSettings::default().with(settings),
                     monitors: Vec::new(),
+                    group: None,
                 };
                 if let Some(s) = new_server {
                     self.servers.insert(s.name.0.clone(), s);
@@ -404,7 +386,21 @@ impl Config {
                 settings,
             } => {
                 let vs = self.vserver("name", vserver.as_str())?;
-                let svc = self.service("serviceName", service.as_str())?;
+                let service_type = match self.service_groups.get(service.as_str()) {
+                    // A group's members carry their own weights (NetScaler refuses one here).
+                    Some(_) if !settings.is_empty() => {
+                        return Err(CliError::arg_value(
+                            ErrorKind::InvalidArgumentValue,
+                            "weight",
+                            service.as_str(),
+                        )
+                        .with_detail(
+                            "Argument pre-requisite missing: set weights on the service group's members",
+                        ));
+                    }
+                    Some(g) => g.service_type,
+                    None => self.service("serviceName", service.as_str())?.service_type,
+                };
                 if vs.bindings.iter().any(|b| b.service == *service) {
                     return Err(CliError::arg_value(
                         ErrorKind::ResourceAlreadyBound,
@@ -412,7 +408,7 @@ impl Config {
                         service.as_str(),
                     ));
                 }
-                if vs.service_type.transport() != svc.service_type.transport() {
+                if vs.service_type.transport() != service_type.transport() {
                     return Err(CliError::arg_value(
                         ErrorKind::TypeMismatch,
                         "serviceName",
@@ -420,7 +416,7 @@ impl Config {
                     )
                     .with_detail(format!(
                         "Service type {} cannot be bound to a {} vserver",
-                        svc.service_type, vs.service_type
+                        service_type, vs.service_type
                     )));
                 }
                 let binding = ServiceBinding {
@@ -571,6 +567,12 @@ impl Config {
                     })?;
                 self.monitors[monitor.as_str()].metrics.remove(i);
             }
+            Command::EnableLbMonitor { service, .. }
+            | Command::DisableLbMonitor { service, .. }
+                if self.service_groups.contains_key(service.as_str()) =>
+            {
+                self.apply_group(cmd)?;
+            }
             Command::EnableLbMonitor { service, monitor }
             | Command::DisableLbMonitor { service, monitor } => {
                 let svc = self.service("serviceName", service.as_str())?;
@@ -597,6 +599,18 @@ impl Config {
                     b.settings.mon_state = state;
                 }
             }
+
+            Command::AddServiceGroup { .. }
+            | Command::SetServiceGroup { .. }
+            | Command::UnsetServiceGroup { .. }
+            | Command::RmServiceGroup { .. }
+            | Command::RenameServiceGroup { .. }
+            | Command::BindServiceGroupMember { .. }
+            | Command::UnbindServiceGroupMember { .. }
+            | Command::BindServiceGroupMonitor { .. }
+            | Command::UnbindServiceGroupMonitor { .. }
+            | Command::EnableServiceGroup { .. }
+            | Command::DisableServiceGroup { .. } => self.apply_group(cmd)?,
 
             Command::AddLbMetricTable { name } => {
                 if self.metric_tables.contains_key(name.as_str()) {

@@ -5,6 +5,7 @@
 //! [`save`] writes it back as ns.conf; [`load`] replays such a file through the same parser.
 
 mod apply;
+mod groups;
 pub mod model;
 pub mod save;
 
@@ -25,6 +26,7 @@ pub struct Config {
     pub metric_tables: IndexMap<String, MetricTable>,
     pub monitors: IndexMap<String, Monitor>,
     pub services: IndexMap<String, Service>,
+    pub service_groups: IndexMap<String, ServiceGroup>,
     pub vservers: IndexMap<String, Vserver>,
 }
 
@@ -41,6 +43,7 @@ impl Default for Config {
                 .map(|m| (m.name.0.clone(), m))
                 .collect(),
             services: IndexMap::new(),
+            service_groups: IndexMap::new(),
             vservers: IndexMap::new(),
         }
     }

@@ -354,6 +354,9 @@ pub struct Service {
     pub settings: ServiceSettings,
     /// Explicitly bound monitors; empty means the default monitor (see [`Self::default_monitor`]).
     pub monitors: Vec<MonitorBinding>,
+    /// The service group this service is a member of. Members are made from their group
+    /// (named `<group>?<server>?<port>`, which no command can spell) and saved as the group.
+    pub group: Option<Name>,
 }
 
 impl Service {
@@ -366,7 +369,33 @@ impl Service {
     }
 }
 
-/// A service bound to a vserver.
+/// A member of a service group: `bind serviceGroup <sg> <server|IP> <port> [-weight N]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupMember {
+    pub server: Name,
+    pub port: Port,
+    pub weight: Weight,
+    pub state: EnabledDisabled,
+}
+
+/// `add serviceGroup <name> <type>`: members share the type, settings and monitors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceGroup {
+    pub name: Name,
+    pub service_type: ServiceType,
+    pub settings: ServiceSettings,
+    pub members: Vec<GroupMember>,
+    pub monitors: Vec<MonitorBinding>,
+}
+
+impl ServiceGroup {
+    /// The name of the service that stands for a member.
+    pub fn member_service(&self, server: &Name, port: Port) -> String {
+        format!("{}?{}?{}", self.name, server, port)
+    }
+}
+
+/// A service (or service group) bound to a vserver.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceBinding {
     pub service: Name,

@@ -123,13 +123,22 @@ pub fn render(config: &Config, stamp: &str) -> String {
             line(l);
         }
     }
-    for s in config.services.values() {
+    // Members of service groups are saved as their group.
+    let own_services = || config.services.values().filter(|s| s.group.is_none());
+    for s in own_services() {
         let mut l = "add service".to_owned();
         name(&mut l, &s.name);
         name(&mut l, &s.server);
         value(&mut l, &s.service_type);
         value(&mut l, &s.port);
         s.settings.render_non_default(&mut l);
+        line(l);
+    }
+    for g in config.service_groups.values() {
+        let mut l = "add serviceGroup".to_owned();
+        name(&mut l, &g.name);
+        value(&mut l, &g.service_type);
+        g.settings.render_non_default(&mut l);
         line(l);
     }
     for v in config.vservers.values() {
@@ -152,7 +161,34 @@ pub fn render(config: &Config, stamp: &str) -> String {
             line(l);
         }
     }
-    for s in config.services.values() {
+    for g in config.service_groups.values() {
+        for m in &g.members {
+            let mut l = "bind serviceGroup".to_owned();
+            name(&mut l, &g.name);
+            name(&mut l, &m.server);
+            value(&mut l, &m.port);
+            if m.weight.get() != 1 {
+                l.push_str(&format!(" -weight {}", m.weight.get()));
+            }
+            line(l);
+            if !m.state.is_enabled() {
+                let mut l = "disable serviceGroup".to_owned();
+                name(&mut l, &g.name);
+                name(&mut l, &m.server);
+                value(&mut l, &m.port);
+                line(l);
+            }
+        }
+        for b in &g.monitors {
+            let mut l = "bind serviceGroup".to_owned();
+            name(&mut l, &g.name);
+            l.push_str(" -monitorName");
+            name(&mut l, &b.monitor);
+            b.settings.render_non_default(&mut l);
+            line(l);
+        }
+    }
+    for s in own_services() {
         for b in &s.monitors {
             let mut l = "bind service".to_owned();
             name(&mut l, &s.name);
