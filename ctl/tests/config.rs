@@ -481,6 +481,16 @@ mod round_trip {
             (0..3u8).prop_map(|i| format!("set lb vserver vs{i} -netmask 255.255.255.0 -cltTimeout 77")),
             (0..3u8).prop_map(|i| format!("disable lb vserver vs{i}")),
             (0..6u8, 0..4u8).prop_map(|(s, m)| format!("disable lb monitor svc{s} mon{m}")),
+            (0..3u8, any::<bool>()).prop_map(|(g, udp)| format!("add serviceGroup sg{g} {}", if udp { "UDP" } else { "HTTP" })),
+            (0..3u8, 11..15u8, 1..100u8).prop_map(|(g, ip, w)| format!("bind serviceGroup sg{g} 198.18.0.{ip} 80 -weight {w}")),
+            (0..3u8, 0..3u8).prop_map(|(g, s)| format!("bind serviceGroup sg{g} web{s} 8080")),
+            (0..3u8, 11..15u8).prop_map(|(g, ip)| format!("unbind serviceGroup sg{g} 198.18.0.{ip} 80")),
+            (0..3u8, 0..4u8).prop_map(|(g, m)| format!("bind serviceGroup sg{g} -monitorName mon{m} -weight 2")),
+            (0..3u8, 0..3u8).prop_map(|(g, v)| format!("bind lb vserver vs{v} sg{g}")),
+            (0..3u8, 11..15u8).prop_map(|(g, ip)| format!("disable serviceGroup sg{g} 198.18.0.{ip} 80")),
+            (0..3u8).prop_map(|g| format!("set serviceGroup sg{g} -maxClient 9 -downStateFlush DISABLED")),
+            (0..3u8, 0..3u8).prop_map(|(a, b)| format!("rename serviceGroup sg{a} sg{b}")),
+            (0..3u8).prop_map(|g| format!("rm serviceGroup sg{g}")),
         ]
     }
 
