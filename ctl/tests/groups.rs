@@ -156,6 +156,10 @@ fn bad_group_commands_get_netscaler_errors_and_change_nothing() {
             "ERROR: Resource already exists [name, sg-web]",
         ),
         (
+            "rm lb monitor mon-web",
+            "ERROR: Monitor is bound to service group sg-web [monitorName, mon-web]",
+        ),
+        (
             "add serviceGroup sg-web TCP",
             "ERROR: Resource already exists [serviceGroupName, sg-web]",
         ),

@@ -169,7 +169,10 @@ impl Config {
                         "name",
                         name.as_str(),
                     )
-                    .with_detail(format!("Server is used by service {}", s.name)));
+                    .with_detail(match &s.group {
+                        Some(g) => format!("Server is used by service group {g}"),
+                        None => format!("Server is used by service {}", s.name),
+                    }));
                 }
                 self.servers.shift_remove(name.as_str());
             }
@@ -259,7 +262,9 @@ impl Config {
             }
             Command::RenameService { name, new_name } => {
                 self.service("name", name.as_str())?;
-                if self.services.contains_key(new_name.as_str()) {
+                if self.services.contains_key(new_name.as_str())
+                    || self.service_groups.contains_key(new_name.as_str())
+                {
                     return Err(exists("newName", new_name.as_str()));
                 }
                 if let Some(s) = rename_key(&mut self.services, name.as_str(), new_name.as_str()) {
@@ -490,6 +495,19 @@ impl Config {
                         name.as_str(),
                     ));
                 }
+                // A group holds its monitors even while it has no members.
+                if let Some(g) = self
+                    .service_groups
+                    .values()
+                    .find(|g| g.monitors.iter().any(|b| b.monitor == *name))
+                {
+                    return Err(CliError::arg_value(
+                        ErrorKind::ResourceInUse,
+                        "monitorName",
+                        name.as_str(),
+                    )
+                    .with_detail(format!("Monitor is bound to service group {}", g.name)));
+                }
                 if let Some(s) = self
                     .services
                     .values()
@@ -518,10 +536,15 @@ impl Config {
                 if let Some(m) = rename_key(&mut self.monitors, name.as_str(), new_name.as_str()) {
                     m.name = new_name.clone();
                 }
+                let groups = self
+                    .service_groups
+                    .values_mut()
+                    .flat_map(|g| g.monitors.iter_mut());
                 for b in self
                     .services
                     .values_mut()
                     .flat_map(|s| s.monitors.iter_mut())
+                    .chain(groups)
                     .filter(|b| b.monitor == *name)
                 {
                     b.monitor = new_name.clone();
