@@ -254,6 +254,10 @@ pub enum Command {
     },
 
     SaveNsConfig,
+    /// `clear ns config -force <level>`.
+    ClearNsConfig {
+        level: crate::conf::model::ClearLevel,
+    },
     Show {
         object: Object,
         name: Option<Name>,

@@ -29,6 +29,7 @@ keywords! {
         Show = "show",
         Stat = "stat",
         Help = "help",
+        Clear = "clear",
     }
 }
 
@@ -184,6 +185,13 @@ const GROUP_MEMBER: &[PosSpec] = &[
     opt::<Name>("IP | serverName"),
     opt::<crate::value::Port>("port"),
 ];
+
+settings! {
+    /// `clear ns config -force`.
+    pub struct ClearOpts / ClearSetting / ClearKey {
+        force: bool = false, "force", Force, "Clear without asking";
+    }
+}
 
 settings! {
     /// `show` and `stat` output format.
@@ -455,6 +463,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!(Show LbParameter, &[], OUTPUT, "Show global load-balancing parameters",
         |a| Ok(Command::Show { object: Object::LbParameter, name: None, format: output(a)? })),
     cmd!(Save NsConfig, &[], NONE, "Write the running configuration to ns.conf", |_| Ok(Command::SaveNsConfig)),
+    cmd!(Clear NsConfig, &[req::<crate::conf::model::ClearLevel>("level")], &[ClearOpts::OPTIONS],
+    "Clear the configuration: basic (keeps IPs, routes, lb parameter), extended (keeps IPs, routes) or full",
+    |a| {
+        // Nobody can answer NetScaler's "Are you sure?" over the socket: -force says it.
+        if !ClearOpts::default().with(&a.settings::<ClearOpts>()?).force {
+            return Err(missing("force").with_detail("Clearing the configuration needs -force"));
+        }
+        Ok(Command::ClearNsConfig { level: a.pos(0)? })
+    }),
     cmd!(Show NsRunningConfig, &[], NONE, "Show the running configuration as commands",
         |_| Ok(Command::Show { object: Object::NsRunningConfig, name: None, format: OutputFormat::Text })),
 ];

@@ -514,3 +514,41 @@ mod round_trip {
         }
     }
 }
+
+#[test]
+fn clear_ns_config_needs_force_and_keeps_what_its_level_says() {
+    let mut base: Vec<&str> = BASE.to_vec();
+    base.push("add route 198.20.0.0 255.255.255.0 198.18.0.1");
+    base.push("set lb parameter -startupRRFactor 3");
+    base.push("add lb monitor m1 TCP");
+    base.push("set lb monitor tcp-default TCP -interval 9");
+    let c = config_of(&base);
+    let mut refused = c.clone();
+    let err = run(&mut refused, "clear ns config basic").unwrap_err();
+    assert!(err.contains("[force]"), "{err}");
+    assert_eq!(refused, c);
+
+    let mut basic = c.clone();
+    run(&mut basic, "clear ns config -force basic").unwrap();
+    assert!(basic.vservers.is_empty() && basic.services.is_empty() && basic.servers.is_empty());
+    assert!(!basic.monitors.contains_key("m1"));
+    assert_eq!(
+        basic.monitors["tcp-default"].settings.interval.millis(),
+        5000,
+        "built-ins reset"
+    );
+    assert_eq!(
+        (basic.ns_ips.len(), basic.routes.len()),
+        (c.ns_ips.len(), 1)
+    );
+    assert_eq!(basic.lb_parameter.startup_rr_factor.get(), 3);
+
+    let mut extended = c.clone();
+    run(&mut extended, "clear ns config -force extended").unwrap();
+    assert_eq!(extended.ns_ips.len(), c.ns_ips.len());
+    assert_eq!(extended.lb_parameter.startup_rr_factor.get(), 0);
+
+    let mut full = c;
+    run(&mut full, "clear ns config -force full").unwrap();
+    assert_eq!(full, Config::default());
+}

@@ -623,6 +623,21 @@ impl Config {
                 }
             }
 
+            Command::ClearNsConfig { level } => {
+                let (ips, routes, parameter) = (
+                    std::mem::take(&mut self.ns_ips),
+                    std::mem::take(&mut self.routes),
+                    self.lb_parameter.clone(),
+                );
+                *self = Config::default();
+                if *level != ClearLevel::Full {
+                    self.ns_ips = ips;
+                    self.routes = routes;
+                }
+                if *level == ClearLevel::Basic {
+                    self.lb_parameter = parameter;
+                }
+            }
             Command::AddServiceGroup { .. }
             | Command::SetServiceGroup { .. }
             | Command::UnsetServiceGroup { .. }

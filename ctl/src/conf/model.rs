@@ -66,6 +66,12 @@ impl LbMethod {
 }
 
 keywords! {
+    /// `clear ns config <level>`: basic keeps the IPs, routes and `lb parameter`; extended
+    /// keeps the IPs and routes; full keeps nothing.
+    pub enum ClearLevel { Basic = "basic", Extended = "extended", Full = "full" }
+}
+
+keywords! {
     /// `-persistenceType`: persistence is not implemented yet, so only NONE is accepted.
     pub enum Persistence { None = "NONE" }
 }
