@@ -449,12 +449,7 @@ pub fn show(
             }
         }
         Object::ServiceGroup => {
-            let list = pick(
-                config.service_groups.values(),
-                name,
-                |g| g.name.as_str(),
-                "serviceGroupName",
-            )?;
+            let list = pick_groups(config, name)?;
             if json {
                 return Ok(json_list(&list, |g| json_group(config, g, rt)));
             }
@@ -657,12 +652,7 @@ pub fn stat(
             }
         }
         Object::ServiceGroup => {
-            let list = pick(
-                config.service_groups.values(),
-                name,
-                |g| g.name.as_str(),
-                "serviceGroupName",
-            )?;
+            let list = pick_groups(config, name)?;
             if json {
                 return Ok(json_list(&list, |g| json_group(config, g, rt)));
             }
@@ -714,6 +704,18 @@ pub fn stat(
         }
     }
     Ok(out)
+}
+
+fn pick_groups<'a>(
+    config: &'a Config,
+    name: Option<&str>,
+) -> Result<Vec<&'a ServiceGroup>, crate::error::CliError> {
+    pick(
+        config.service_groups.values(),
+        name,
+        |g| g.name.as_str(),
+        "serviceGroupName",
+    )
 }
 
 /// `show serviceGroup <sg>`: the group's state and settings, then one block per member.

@@ -37,6 +37,36 @@ pub(super) fn check_port(service_type: ServiceType, port: Port) -> Result<()> {
     Ok(())
 }
 
+/// `enable/disable lb monitor <service|group> [<monitor>]`: the state of one binding, or of
+/// all of them; an unbound monitor is an error and changes nothing.
+pub(super) fn set_monitor_states(
+    bindings: &mut [MonitorBinding],
+    monitor: Option<&Name>,
+    enable: bool,
+) -> Result<()> {
+    if let Some(mon) = monitor
+        && !bindings.iter().any(|b| b.monitor == *mon)
+    {
+        return Err(CliError::arg_value(
+            ErrorKind::ResourceNotBound,
+            "monitorName",
+            mon.as_str(),
+        ));
+    }
+    let state = if enable {
+        EnabledDisabled::Enabled
+    } else {
+        EnabledDisabled::Disabled
+    };
+    for b in bindings
+        .iter_mut()
+        .filter(|b| monitor.is_none_or(|m| b.monitor == *m))
+    {
+        b.settings.mon_state = state;
+    }
+    Ok(())
+}
+
 fn transports_overlap(a: ServiceType, b: ServiceType) -> bool {
     let (a, b) = (a.transport(), b.transport());
     a == b || a == Transport::Any || b == Transport::Any
@@ -598,29 +628,10 @@ impl Config {
             }
             Command::EnableLbMonitor { service, monitor }
             | Command::DisableLbMonitor { service, monitor } => {
-                let svc = self.service("serviceName", service.as_str())?;
-                if let Some(mon) = monitor
-                    && !svc.monitors.iter().any(|b| b.monitor == *mon)
-                {
-                    return Err(CliError::arg_value(
-                        ErrorKind::ResourceNotBound,
-                        "monitorName",
-                        mon.as_str(),
-                    ));
-                }
-                let state = if matches!(cmd, Command::EnableLbMonitor { .. }) {
-                    EnabledDisabled::Enabled
-                } else {
-                    EnabledDisabled::Disabled
-                };
-                let svc = &mut self.services[service.as_str()];
-                for b in svc
-                    .monitors
-                    .iter_mut()
-                    .filter(|b| monitor.as_ref().is_none_or(|m| b.monitor == *m))
-                {
-                    b.settings.mon_state = state;
-                }
+                self.service("serviceName", service.as_str())?;
+                let enable = matches!(cmd, Command::EnableLbMonitor { .. });
+                let bindings = &mut self.services[service.as_str()].monitors;
+                set_monitor_states(bindings, monitor.as_ref(), enable)?;
             }
 
             Command::ClearNsConfig { level } => {

@@ -313,28 +313,10 @@ impl Config {
             }
             Command::EnableLbMonitor { service, monitor }
             | Command::DisableLbMonitor { service, monitor } => {
-                let g = self.service_group(service.as_str())?;
-                if let Some(mon) = monitor
-                    && !g.monitors.iter().any(|b| b.monitor == *mon)
-                {
-                    return Err(CliError::arg_value(
-                        ErrorKind::ResourceNotBound,
-                        "monitorName",
-                        mon.as_str(),
-                    ));
-                }
-                let state = if matches!(cmd, Command::EnableLbMonitor { .. }) {
-                    EnabledDisabled::Enabled
-                } else {
-                    EnabledDisabled::Disabled
-                };
-                for b in self.service_groups[service.as_str()]
-                    .monitors
-                    .iter_mut()
-                    .filter(|b| monitor.as_ref().is_none_or(|m| b.monitor == *m))
-                {
-                    b.settings.mon_state = state;
-                }
+                self.service_group(service.as_str())?;
+                let enable = matches!(cmd, Command::EnableLbMonitor { .. });
+                let bindings = &mut self.service_groups[service.as_str()].monitors;
+                super::apply::set_monitor_states(bindings, monitor.as_ref(), enable)?;
                 service.0.clone()
             }
             _ => return Ok(()),
