@@ -37,6 +37,26 @@ pub(super) fn check_port(service_type: ServiceType, port: Port) -> Result<()> {
     Ok(())
 }
 
+/// `bind service|serviceGroup <name> -monitorName <monitor>`: a monitor binds once.
+pub(super) fn bind_monitor(
+    bindings: &mut Vec<MonitorBinding>,
+    monitor: &Name,
+    settings: &[MonitorBindSetting],
+) -> Result<()> {
+    if bindings.iter().any(|b| b.monitor == *monitor) {
+        return Err(CliError::arg_value(
+            ErrorKind::ResourceAlreadyBound,
+            "monitorName",
+            monitor.as_str(),
+        ));
+    }
+    bindings.push(MonitorBinding {
+        monitor: monitor.clone(),
+        settings: MonitorBindSettings::default().with(settings),
+    });
+    Ok(())
+}
+
 /// `enable/disable lb monitor <service|group> [<monitor>]`: the state of one binding, or of
 /// all of them; an unbound monitor is an error and changes nothing.
 pub(super) fn set_monitor_states(
@@ -323,20 +343,10 @@ impl Config {
                 monitor,
                 settings,
             } => {
-                let svc = self.service("name", service.as_str())?;
+                self.service("name", service.as_str())?;
                 self.monitor("monitorName", monitor.as_str())?;
-                if svc.monitors.iter().any(|b| b.monitor == *monitor) {
-                    return Err(CliError::arg_value(
-                        ErrorKind::ResourceAlreadyBound,
-                        "monitorName",
-                        monitor.as_str(),
-                    ));
-                }
-                let binding = MonitorBinding {
-                    monitor: monitor.clone(),
-                    settings: MonitorBindSettings::default().with(settings),
-                };
-                self.services[service.as_str()].monitors.push(binding);
+                let bindings = &mut self.services[service.as_str()].monitors;
+                bind_monitor(bindings, monitor, settings)?;
             }
             Command::UnbindServiceMonitor { service, monitor } => {
                 let svc = self.service("name", service.as_str())?;

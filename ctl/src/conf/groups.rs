@@ -259,21 +259,10 @@ impl Config {
                 monitor,
                 settings,
             } => {
-                let g = self.service_group(group.as_str())?;
+                self.service_group(group.as_str())?;
                 self.monitor("monitorName", monitor.as_str())?;
-                if g.monitors.iter().any(|b| b.monitor == *monitor) {
-                    return Err(CliError::arg_value(
-                        ErrorKind::ResourceAlreadyBound,
-                        "monitorName",
-                        monitor.as_str(),
-                    ));
-                }
-                self.service_groups[group.as_str()]
-                    .monitors
-                    .push(MonitorBinding {
-                        monitor: monitor.clone(),
-                        settings: MonitorBindSettings::default().with(settings),
-                    });
+                let bindings = &mut self.service_groups[group.as_str()].monitors;
+                super::apply::bind_monitor(bindings, monitor, settings)?;
                 group.0.clone()
             }
             Command::UnbindServiceGroupMonitor { group, monitor } => {
