@@ -40,6 +40,18 @@ fn bad_commands_are_rejected_in_netscaler_form_and_change_nothing() {
             "ERROR: No such command [frobnicate]",
         ),
         ("add lb vserver", "ERROR: Required argument missing [name]"),
+        (
+            "add lb vserver v6 HTTP 2001:db8::1 80",
+            "ERROR: IPv6 addresses are not supported yet [IPAddress, 2001:db8::1]",
+        ),
+        (
+            "add service s6 2001:db8::2 HTTP 80",
+            "ERROR: IPv6 addresses are not supported yet [IPAddress, 2001:db8::2]",
+        ),
+        (
+            "add lb monitor m6 TCP -destIP 2001:db8::3",
+            "ERROR: IPv6 addresses are not supported yet [destIP, 2001:db8::3]",
+        ),
         ("add lb", "ERROR: Incomplete command [add lb]"),
         (
             "add service svc1 web1 HTTP 80",

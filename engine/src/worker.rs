@@ -275,7 +275,14 @@ impl Worker {
                         self.retire(slot);
                         Stage::New(ip)
                     }
-                    Some((slot, side)) => Stage::Forward(ip, slot, side),
+                    Some((slot, side)) => {
+                        // A FIN or RST ends its transaction before this burst's new flows are
+                        // balanced (stage 3), so least-X methods see the count it leaves.
+                        if ip.tcp.fin || ip.tcp.rst {
+                            self.track(slot, side, ip.tcp);
+                        }
+                        Stage::Forward(ip, slot, side)
+                    }
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1).
                     None if snip_bound && monitor_port && self.monitor => {
                         Stage::Done(Verdict::ToMonitor)
@@ -469,14 +476,8 @@ impl Worker {
             return Verdict::Drop(DropReason::NoFlow);
         };
         flow.last_seen = now_ms;
-        flow.tcp.update(side, ip.tcp);
-        // A closed connection is no longer an active transaction, though its entry lingers
-        // for the last ACK and retransmissions.
-        if flow.active && flow.tcp.is_closed() {
-            flow.active = false;
-            self.writer.flow_closed(flow.service);
-        }
         let flow = *flow;
+        self.track(slot, side, ip.tcp);
         let (port, dst_mac) = match side {
             Side::Client => {
                 let Some(n) = self.neigh.get(flow.hop) else {
@@ -498,6 +499,19 @@ impl Worker {
         self.writer
             .count(flow.service, now_ms / 1000, 1, ip.len as u64);
         Verdict::Tx { port }
+    }
+
+    /// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
+    /// though its entry lingers for the last ACK and retransmissions.
+    fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
+        let Some(flow) = self.flows.get_mut(slot) else {
+            return;
+        };
+        flow.tcp.update(side, flags);
+        if flow.active && flow.tcp.is_closed() {
+            flow.active = false;
+            self.writer.flow_closed(flow.service);
+        }
     }
 
     /// A client's SYN on the 4-tuple of a flow that is over (closed, or flushed): a new

@@ -600,3 +600,39 @@ fn a_syn_reusing_a_closed_flows_ports_opens_a_new_flow() {
     assert_eq!(lab.worker.stats.flows_created, 2);
     assert_eq!(lab.worker.flows().len(), 1);
 }
+
+#[test]
+fn a_connection_closing_in_a_burst_counts_before_that_bursts_new_flows() {
+    let config = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80
+add service s2 198.18.0.12 HTTP 80
+add service s3 198.18.0.13 HTTP 80
+add lb vserver web HTTP 198.18.0.100 80 -lbMethod LEASTCONNECTION
+bind lb vserver web s1
+bind lb vserver web s2
+";
+    let mut lab = Lab::new(config, 64);
+    let open = |lab: &mut Lab, port: u16| {
+        let mut syn = tcp(CLIENT_MAC, (CLIENT, port), (VIP, 80), Flags::Syn, b"");
+        lab.run(&mut syn);
+        tcp_out(&syn)
+    };
+    let (_, _, first, _) = open(&mut lab, 44_000);
+    let (_, nat, second, _) = open(&mut lab, 44_001);
+    assert_eq!((first.0, second.0), (backend(1), backend(2)));
+    // s2's connection closes: the client's FIN, then the service's FIN in the same burst as a
+    // new SYN. The new flow must see s2 with no active transaction and go there, where a
+    // count taken before the FIN would tie and go to s1.
+    let mut fin = tcp(CLIENT_MAC, (CLIENT, 44_001), (VIP, 80), Flags::Fin, b"");
+    lab.run(&mut fin);
+    let mut burst = vec![
+        tcp(backend_mac(2), second, (SNIP, nat.1), Flags::Fin, b""),
+        tcp(CLIENT_MAC, (CLIENT, 44_002), (VIP, 80), Flags::Syn, b""),
+    ];
+    let mut verdicts = [Verdict::Consumed; 2];
+    lab.worker
+        .process_burst(lab.now, 0, &mut burst, &mut verdicts);
+    assert_eq!(verdicts, [Verdict::Tx { port: 0 }; 2]);
+    assert_eq!(tcp_out(&burst[1]).2, second);
+    assert_eq!(lab.counters.active(1), 1);
+}

@@ -37,6 +37,18 @@ pub(super) fn check_port(service_type: ServiceType, port: Port) -> Result<()> {
     Ok(())
 }
 
+/// The data plane speaks IPv4 only: an IPv6 address would be accepted and never served, so
+/// it is refused where it enters (VIPs, servers, monitor destinations).
+pub(super) fn require_ipv4(arg: &str, ip: IpAddr) -> Result<()> {
+    if ip.is_ipv6() {
+        return Err(
+            CliError::arg_value(ErrorKind::NotSupported, arg, ip.to_string())
+                .with_detail("IPv6 addresses are not supported yet"),
+        );
+    }
+    Ok(())
+}
+
 /// `bind service|serviceGroup <name> -monitorName <monitor>`: a monitor binds once.
 pub(super) fn bind_monitor(
     bindings: &mut Vec<MonitorBinding>,
@@ -204,6 +216,7 @@ impl Config {
                 if self.servers.contains_key(name.as_str()) {
                     return Err(exists("name", name.as_str()));
                 }
+                require_ipv4("IPAddress", *addr)?;
                 let server = Server {
                     name: name.clone(),
                     addr: *addr,
@@ -379,6 +392,7 @@ impl Config {
                     return Err(exists("name", name.as_str()));
                 }
                 if let Some((ip, port)) = vip {
+                    require_ipv4("IPAddress", *ip)?;
                     check_port(*service_type, *port)?;
                     self.check_vip_free(None, *service_type, *ip, *port)?;
                 }
@@ -831,6 +845,9 @@ impl Config {
         }
         m.settings.check_timers()?;
         let st = &m.settings;
+        if let Some(ip) = st.dest_ip {
+            require_ipv4("destIP", ip)?;
+        }
         let misconfigured = |arg: &str, what: &str| {
             Err(CliError::arg(ErrorKind::Misconfigured, arg)
                 .with_detail(format!("{} monitor needs {what}", m.monitor_type)))

@@ -33,6 +33,7 @@ impl Config {
         let addr: IpAddr = server.as_str().parse().map_err(|_| {
             CliError::arg_value(ErrorKind::NoSuchResource, "serverName", server.as_str())
         })?;
+        super::apply::require_ipv4("IPAddress", addr)?;
         Ok(match self.servers.values().find(|s| s.addr == addr) {
             Some(s) => (s.name.clone(), None),
             None => (
