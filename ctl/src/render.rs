@@ -171,9 +171,16 @@ fn show_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime, out: &mut String
         ));
     }
     out.push_str(&format!(
-        "\tMode: IP\n\tPersistence: {}\n",
+        "\tMode: IP\n\tPersistence: {}",
         v.settings.persistence_type
     ));
+    if v.settings.persistence_type != Persistence::None {
+        out.push_str(&format!(
+            "\tPersistence Timeout: {} min",
+            v.settings.timeout.get()
+        ));
+    }
+    out.push('\n');
     if !bound.is_empty() {
         out.push('\n');
     }

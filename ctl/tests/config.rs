@@ -492,6 +492,7 @@ mod round_trip {
             (0..4u8).prop_map(|i| format!("add route 198.20.{i}.0 255.255.255.0 198.18.{i}.1")),
             (0..3u8).prop_map(|i| format!("set lb vserver vs{i} -netmask 255.255.255.0 -cltTimeout 77")),
             (0..3u8).prop_map(|i| format!("disable lb vserver vs{i}")),
+            (0..3u8, 1..1440u32).prop_map(|(i, t)| format!("set lb vserver vs{i} -persistenceType SOURCEIP -timeout {t}")),
             (0..6u8, 0..4u8).prop_map(|(s, m)| format!("disable lb monitor svc{s} mon{m}")),
             (0..3u8, any::<bool>()).prop_map(|(g, udp)| format!("add serviceGroup sg{g} {}", if udp { "UDP" } else { "HTTP" })),
             (0..3u8, 11..15u8, 1..100u8).prop_map(|(g, ip, w)| format!("bind serviceGroup sg{g} 198.18.0.{ip} 80 -weight {w}")),

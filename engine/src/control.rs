@@ -26,6 +26,7 @@ use crate::counters::Counters;
 use crate::drain::Drain;
 use crate::health::ServiceHealth;
 use crate::lb::RoundRobinReason;
+use crate::persist::PersistTable;
 use crate::rates::{RateBook, Totals};
 use crate::tables::{ServiceIds, Tables};
 use crate::verdict::SharedDrops;
@@ -37,7 +38,12 @@ struct State {
     /// Services being taken out of service (`disable service` with a delay or -graceFul), by
     /// name; kept across generations while the service stays disabled.
     drains: HashMap<String, Drain>,
+    /// SOURCEIP session tables by vserver name, kept across generations.
+    persist: HashMap<String, Arc<PersistTable>>,
 }
+
+/// Sessions a vserver with SOURCEIP persistence keeps (8 bytes each).
+pub const PERSIST_SESSIONS: usize = 1 << 16;
 
 /// The control plane of one daemon.
 pub struct Control {
@@ -88,7 +94,9 @@ fn now_stamp() -> String {
 impl Control {
     pub fn new(setup: ControlSetup) -> Result<Self, String> {
         let mut ids = ServiceIds::default();
-        let tables = Tables::build(&setup.config, &mut ids, 1);
+        let mut tables = Tables::build(&setup.config, &mut ids, 1);
+        let mut persist = HashMap::new();
+        tables.attach_persistence(&mut persist, PERSIST_SESSIONS);
         if tables.services.len() > setup.max_services {
             return Err(format!(
                 "{} services exceed the profile's max_services {}",
@@ -102,6 +110,7 @@ impl Control {
                 ids,
                 generation: 1,
                 drains: HashMap::new(),
+                persist,
             }),
             config_path: setup.config_path,
             max_services: setup.max_services,
@@ -171,6 +180,8 @@ impl Control {
         let mut ids = state.ids.clone();
         let mut tables = Tables::build(&next, &mut ids, state.generation + 1);
         tables.apply_drains(&drains);
+        let mut persist = state.persist.clone();
+        tables.attach_persistence(&mut persist, PERSIST_SESSIONS);
         if tables.services.len() > self.max_services {
             return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
                 "More services than the profile's max_services {}",
@@ -181,6 +192,7 @@ impl Control {
         state.ids = ids;
         state.config = next;
         state.drains = drains;
+        state.persist = persist;
         self.published.store(Arc::new(tables));
         Ok(())
     }

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod monitoring;
 pub mod nat;
 pub mod neigh;
+pub mod persist;
 pub mod profile;
 pub mod rates;
 pub mod replay;

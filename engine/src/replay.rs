@@ -69,7 +69,12 @@ pub fn replay(
     output: impl Write,
 ) -> Result<ReplayReport, ReplayError> {
     let mut ids = ServiceIds::default();
-    let tables = Arc::new(Tables::build(config, &mut ids, 1));
+    let mut tables = Tables::build(config, &mut ids, 1);
+    tables.attach_persistence(
+        &mut std::collections::HashMap::new(),
+        crate::control::PERSIST_SESSIONS,
+    );
+    let tables = Arc::new(tables);
     let services = tables.services.len().max(1);
     let (counters, mut writers) = Counters::new(1, services);
     let writer = writers.pop().ok_or_else(|| err("no counter writer"))?;

@@ -11,12 +11,14 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 use ctl::conf::{Config, IpType, Transport};
 use ctl::value::Port;
 
 use crate::flow::Timeouts;
 use crate::lb::{Member, Method, Pool, ServiceId, member_seed};
+use crate::persist::PersistTable;
 use crate::wire::Proto;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +50,11 @@ pub struct RtVserver {
     pub transport: Transport,
     pub enabled: bool,
     pub pool: Pool,
+    /// SOURCEIP persistence: how long a session lasts, in seconds (`None`: no persistence).
+    pub persist_timeout_s: Option<u64>,
+    /// Its sessions, shared by the workers and kept across generations (see
+    /// [`Tables::attach_persistence`]).
+    pub persist: Option<Arc<PersistTable>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,6 +247,10 @@ impl Tables {
                 transport: v.service_type.transport(),
                 enabled: v.settings.state.is_enabled(),
                 pool,
+                persist_timeout_s: (v.settings.persistence_type
+                    == ctl::conf::Persistence::SourceIp)
+                    .then(|| v.settings.timeout.get() * 60),
+                persist: None,
             });
         }
         Self {
@@ -269,6 +280,31 @@ impl Tables {
     }
 
     #[inline]
+    /// Gives every vserver with persistence its session table from `store` (created with
+    /// `capacity` sessions the first time), so sessions outlive configuration generations;
+    /// tables of vservers without persistence leave the store.
+    pub fn attach_persistence(
+        &mut self,
+        store: &mut HashMap<String, Arc<PersistTable>>,
+        capacity: usize,
+    ) {
+        store.retain(|name, _| {
+            self.vservers
+                .iter()
+                .any(|v| v.name == *name && v.persist_timeout_s.is_some())
+        });
+        for v in self
+            .vservers
+            .iter_mut()
+            .filter(|v| v.persist_timeout_s.is_some())
+        {
+            let table = store
+                .entry(v.name.clone())
+                .or_insert_with(|| Arc::new(PersistTable::new(capacity)));
+            v.persist = Some(Arc::clone(table));
+        }
+    }
+
     /// Applies the disables in progress: a draining service's flows are flushed from its
     /// drain's time on instead of at once.
     pub fn apply_drains(&mut self, drains: &HashMap<String, crate::drain::Drain>) {

@@ -408,15 +408,31 @@ impl Worker {
             counters: &self.counters,
         };
         let hash_key = lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port);
-        let state = self.pools.get_mut(vs).ok_or(DropReason::NoVserver)?;
-        let choice = vserver
-            .pool
-            .select(state, &view, &hash_key)
-            .ok_or(DropReason::NoService)?;
-        let svc = self
-            .tables
-            .service(choice.service)
-            .ok_or(DropReason::NoService)?;
+        // SOURCEIP persistence: the client's service while its session lasts, if that service
+        // is still a candidate of this vserver; otherwise the method decides.
+        let now_s = now_ms / 1000;
+        let persisted = vserver
+            .persist
+            .as_ref()
+            .and_then(|t| t.lookup(ip.src, now_s))
+            .filter(|&s| {
+                vserver.pool.members().iter().any(|m| m.service == s) && view.is_candidate(s)
+            });
+        let service = match persisted {
+            Some(s) => s,
+            None => {
+                let state = self.pools.get_mut(vs).ok_or(DropReason::NoVserver)?;
+                vserver
+                    .pool
+                    .select(state, &view, &hash_key)
+                    .ok_or(DropReason::NoService)?
+                    .service
+            }
+        };
+        if let (Some(table), Some(timeout)) = (&vserver.persist, vserver.persist_timeout_s) {
+            table.record(ip.src, service, now_s, timeout);
+        }
+        let svc = self.tables.service(service).ok_or(DropReason::NoService)?;
         let (snip, hop) = svc.path.ok_or(DropReason::NoRoute)?;
         if self.neigh.get(hop).is_none() {
             self.ask_for(hop, snip);
@@ -432,7 +448,7 @@ impl Worker {
             vip: (ip.dst, ip.dst_port),
             snip: (snip, nat_port),
             service_addr: (svc.addr, svc.port.unwrap_or(ip.dst_port)),
-            service: choice.service,
+            service,
             vserver: vs as u32,
             hop,
             client_port: in_port,
@@ -444,7 +460,7 @@ impl Worker {
         };
         match self.flows.insert(flow) {
             Ok(slot) => {
-                self.writer.flow_opened(choice.service);
+                self.writer.flow_opened(service);
                 self.writer.vserver_hit(vserver_id);
                 self.stats.flows_created += 1;
                 Ok(slot)

@@ -42,7 +42,9 @@ impl Lab {
         let (cfg, errors) = ctl::conf::replay_text(config);
         assert!(errors.is_empty(), "{errors:?}");
         let mut ids = ServiceIds::default();
-        let tables = Arc::new(Tables::build(&cfg, &mut ids, 1));
+        let mut tables = Tables::build(&cfg, &mut ids, 1);
+        tables.attach_persistence(&mut std::collections::HashMap::new(), 1024);
+        let tables = Arc::new(tables);
         let (counters, mut writers) = Counters::new(1, 64);
         let health = Arc::new(ServiceHealth::new(64));
         let worker = Worker::new(WorkerSetup {
@@ -635,4 +637,38 @@ bind lb vserver web s2
     assert_eq!(verdicts, [Verdict::Tx { port: 0 }; 2]);
     assert_eq!(tcp_out(&burst[1]).2, second);
     assert_eq!(lab.counters.active(1), 1);
+}
+
+#[test]
+fn sourceip_persistence_keeps_a_client_on_its_service() {
+    let config = CONFIG.replace(
+        "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN",
+        "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 1",
+    );
+    let mut lab = Lab::new(&config, 64);
+    let service_of = |lab: &mut Lab, client: Ipv4Addr, port: u16| {
+        let mut syn = tcp(CLIENT_MAC, (client, port), (VIP, 80), Flags::Syn, b"");
+        assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+        tcp_out(&syn).2.0
+    };
+    let other = Ipv4Addr::new(198, 18, 0, 51);
+    // Round robin would rotate; the client stays on its first service.
+    let first = service_of(&mut lab, CLIENT, 45_000);
+    for port in 45_001..45_006 {
+        assert_eq!(service_of(&mut lab, CLIENT, port), first);
+    }
+    // Another client is balanced by the method and keeps its own.
+    let second = service_of(&mut lab, other, 45_000);
+    assert_ne!(second, first);
+    assert_eq!(service_of(&mut lab, other, 45_001), second);
+    // Its service going DOWN moves the client, which then stays on the new one.
+    lab.health.set_up(0, false);
+    let moved = service_of(&mut lab, CLIENT, 45_010);
+    assert_ne!(moved, first);
+    lab.health.set_up(0, true);
+    assert_eq!(service_of(&mut lab, CLIENT, 45_011), moved);
+    // -timeout 1 is a minute: 55 s later the session still holds (its expiry is exact in the
+    // persistence table's own tests).
+    lab.now += 55_000;
+    assert_eq!(service_of(&mut lab, CLIENT, 45_020), moved);
 }

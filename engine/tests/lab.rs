@@ -1190,3 +1190,39 @@ bind serviceGroup sg-web -monitorName m-ecv
     lab.start(&saved, 80);
     assert_eq!(lab.ctl(&["show", "ns", "runningConfig"]).stdout, running);
 }
+
+#[test]
+fn sourceip_persistence_keeps_a_client_on_one_backend() {
+    let mut lab = Lab::up("pers", 3);
+    let conf = format!(
+        "{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 2
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+"
+    );
+    lab.start(&conf, 80);
+    // Round robin would rotate over the three; the client's session keeps one.
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20);
+    assert!(names.iter().all(|n| *n == names[0]), "{names:?}");
+    let show =
+        String::from_utf8_lossy(&lab.ctl(&["show", "lb", "vserver", "web"]).stdout).into_owned();
+    assert!(
+        show.contains("Persistence: SOURCEIP\tPersistence Timeout: 2 min"),
+        "{show}"
+    );
+    // Its service taken out: the client moves, and stays where it moved.
+    let number = names[0].trim_start_matches("backend-").to_owned();
+    assert!(
+        lab.ctl(&["disable", "service", &format!("s{number}")])
+            .status
+            .success()
+    );
+    let moved = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(moved.len(), 10);
+    assert!(
+        moved.iter().all(|n| *n == moved[0] && *n != names[0]),
+        "{moved:?}"
+    );
+}

@@ -72,8 +72,9 @@ keywords! {
 }
 
 keywords! {
-    /// `-persistenceType`: persistence is not implemented yet, so only NONE is accepted.
-    pub enum Persistence { None = "NONE" }
+    /// `-persistenceType`: NONE, or SOURCEIP (a client IP keeps its service for `-timeout`
+    /// minutes after its last new connection).
+    pub enum Persistence { None = "NONE", SourceIp = "SOURCEIP" }
 }
 
 keywords! {
@@ -224,7 +225,8 @@ settings! {
     pub struct VserverSettings / VserverSetting / VserverKey {
         lb_method: LbMethod = LbMethod::LeastConnection, "lbMethod", LbMethod, "Load-balancing method";
         netmask: Option<Netmask> = None, "netmask", Netmask, "Mask applied to IPs before hashing";
-        persistence_type: Persistence = Persistence::None, "persistenceType", PersistenceType, "Persistence (NONE)";
+        persistence_type: Persistence = Persistence::None, "persistenceType", PersistenceType, "Persistence (NONE, SOURCEIP)";
+        timeout: Bounded<1, 1440> = Bounded::new(2), "timeout", Timeout, "Persistence timeout (minutes)";
         clt_timeout: Option<Seconds> = None, "cltTimeout", CltTimeout, "Client idle timeout (s)";
         down_state_flush: EnabledDisabled = EnabledDisabled::Enabled, "downStateFlush", DownStateFlush, "Flush flows when the vserver goes DOWN";
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
