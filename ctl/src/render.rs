@@ -71,6 +71,8 @@ pub struct VserverStats {
     /// vservers counts in each).
     pub hits: u64,
     pub rates: Rates,
+    /// Live SOURCEIP sessions, for a vserver with persistence.
+    pub persistent_sessions: Option<u64>,
 }
 
 /// The engine's live state, as `show`/`stat` read it.
@@ -387,6 +389,7 @@ fn json_vserver(config: &Config, v: &Vserver, rt: &dyn Runtime) -> Value {
         "services": v.bindings.iter().map(|b| json!({"servicename": b.service.as_str(), "weight": b.settings.weight.get()})).collect::<Vec<_>>(),
         "hits": rt.vserver(v.name.as_str()).hits,
         "hitsrate": rt.vserver(v.name.as_str()).rates.hits,
+        "persistentsessions": rt.vserver(v.name.as_str()).persistent_sessions,
     })
 }
 
@@ -633,7 +636,7 @@ pub fn stat(
                     let sum = |f: fn(&ServiceStats) -> u64| stats.iter().map(f).sum::<u64>();
                     // Packets and bytes are its services' (a service shared with another
                     // vserver counts in both).
-                    out.push_str(&rate_table(&[
+                    let mut rows = vec![
                         ("Vserver hits", Some(vstats.rates.hits), hits),
                         (
                             "Packets",
@@ -642,7 +645,11 @@ pub fn stat(
                         ),
                         ("Bytes", Some(sum(|s| s.rates.bytes)), sum(|s| s.bytes)),
                         ("Active transactions", None, active),
-                    ]));
+                    ];
+                    if let Some(n) = vstats.persistent_sessions {
+                        rows.push(("Persistent sessions", None, n));
+                    }
+                    out.push_str(&rate_table(&rows));
                     if let Some(reason) = vstats.round_robin_reason {
                         out.push_str(&format!(
                             "\tCurrent Method: Round Robin, Reason: {reason}\n"

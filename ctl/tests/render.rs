@@ -40,6 +40,7 @@ impl Runtime for Fixed {
                 packets: 0,
                 bytes: 0,
             },
+            persistent_sessions: Some(9),
         }
     }
     fn drops(&self) -> Vec<(String, u64)> {
@@ -95,8 +96,12 @@ fn stat_and_json_carry_the_counters() {
     assert!(out.contains("1.500"), "{out}");
     // The vserver's hits are its own counter, not its services' sum (2 × 7).
     let one = stat(&c, Object::LbVserver, Some("web"), false, &Fixed).unwrap();
-    let want = "\tVserver hits                               5                  11";
-    assert!(one.lines().any(|l| l == want), "missing {want:?} in\n{one}");
+    for want in [
+        "\tVserver hits                               5                  11",
+        "\tPersistent sessions                        -                   9",
+    ] {
+        assert!(one.lines().any(|l| l == want), "missing {want:?} in\n{one}");
+    }
     let summary = stat(&c, Object::LbVserver, None, false, &Fixed).unwrap();
     assert!(
         summary.starts_with("Virtual Server(s) Summary"),

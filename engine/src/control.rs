@@ -440,6 +440,10 @@ impl Runtime for LiveRuntime<'_> {
             round_robin_reason: reason.map(|r| r.to_string()),
             hits,
             rates: self.control.rates_of(&vserver_key(name), [hits, 0, 0]),
+            persistent_sessions: v
+                .persist
+                .as_ref()
+                .map(|t| t.live(self.control.now_ms() / 1000) as u64),
         }
     }
 

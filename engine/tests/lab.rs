@@ -1212,6 +1212,15 @@ bind lb vserver web s3
         show.contains("Persistence: SOURCEIP\tPersistence Timeout: 2 min"),
         "{show}"
     );
+    // One client, one session.
+    let stat =
+        String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver", "web"]).stdout).into_owned();
+    let sessions = stat
+        .lines()
+        .find(|l| l.trim_start().starts_with("Persistent sessions"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|n| n.parse::<u64>().ok());
+    assert_eq!(sessions, Some(1), "{stat}");
     // Its service taken out: the client moves, and stays where it moved.
     let number = names[0].trim_start_matches("backend-").to_owned();
     assert!(
