@@ -299,15 +299,26 @@ impl FlowTable {
 
     /// Examines up to `budget` slots from where the last sweep stopped and removes the flows
     /// whose deadline passed, handing each to `expired`.
-    pub fn expire(&mut self, now: u64, budget: usize, mut expired: impl FnMut(Flow)) {
+    pub fn expire(&mut self, now: u64, budget: usize, expired: impl FnMut(Flow)) {
+        self.sweep(budget, |f| f.deadline() <= now, expired);
+    }
+
+    /// Examines up to `budget` slots from where the last sweep stopped and removes the flows
+    /// `remove_if` picks, handing each to `removed`.
+    pub fn sweep(
+        &mut self,
+        budget: usize,
+        mut remove_if: impl FnMut(&Flow) -> bool,
+        mut removed: impl FnMut(Flow),
+    ) {
         let n = self.slots.len();
         for _ in 0..budget.min(n) {
             let slot = self.sweep as u32;
             self.sweep = (self.sweep + 1) % n;
-            if self.get(slot).is_some_and(|f| f.deadline() <= now)
+            if self.get(slot).is_some_and(&mut remove_if)
                 && let Some(f) = self.remove(slot)
             {
-                expired(f);
+                removed(f);
             }
         }
     }

@@ -309,6 +309,31 @@ pub fn tcp_rst(
     seq: u32,
     ack: Option<u32>,
 ) -> usize {
+    let flags = if ack.is_some() { 0x14 } else { 0x04 }; // RST(+ACK)
+    tcp_control(buf, macs, (src, dst), (seq, ack.unwrap_or(0)), flags)
+}
+
+/// Writes a bare ACK from `src` to `dst` whose sequence number (0) is almost surely outside
+/// the peer's window: the peer answers with an ACK carrying the numbers it expects (RFC 793
+/// §3.9), which the engine then answers with an exact RST. That is how an idle connection is
+/// reset without knowing its sequence numbers.
+pub fn tcp_probe(
+    buf: &mut [u8],
+    macs: (Mac, Mac),
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+) -> usize {
+    tcp_control(buf, macs, (src, dst), (0, 0), 0x10)
+}
+
+/// A 20-byte TCP header without payload, in a minimum-size frame.
+fn tcp_control(
+    buf: &mut [u8],
+    macs: (Mac, Mac),
+    (src, dst): ((Ipv4Addr, u16), (Ipv4Addr, u16)),
+    (seq, ack): (u32, u32),
+    flags: u8,
+) -> usize {
     const LEN: usize = 60;
     buf[..LEN].fill(0);
     set_macs(buf, macs.0, macs.1);
@@ -327,9 +352,10 @@ pub fn tcp_rst(
     write16(buf, t, src.1);
     write16(buf, t + 2, dst.1);
     buf[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
-    buf[t + 8..t + 12].copy_from_slice(&ack.unwrap_or(0).to_be_bytes());
+    buf[t + 8..t + 12].copy_from_slice(&ack.to_be_bytes());
     buf[t + 12] = 5 << 4;
-    buf[t + 13] = if ack.is_some() { 0x14 } else { 0x04 }; // RST(+ACK)
+    buf[t + 13] = flags;
+    write16(buf, t + 14, 1024); // window: a probe and a reset need none, a zero one looks odd
     // The checksum covers the pseudo-header (addresses, protocol, TCP length) and the header.
     let mut pseudo = [0u8; 32];
     pseudo[..8].copy_from_slice(&buf[ip + 12..ip + 20]);

@@ -142,6 +142,8 @@ pub struct Worker {
     counters: Arc<Counters>,
     health: Arc<ServiceHealth>,
     outbox: Vec<OwnFrame>,
+    /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's budget).
+    flushed: Vec<Flow>,
     last_arp_round: Option<u64>,
     pub drops: DropCounters,
     pub stats: WorkerStats,
@@ -178,6 +180,7 @@ impl Worker {
             counters: setup.counters,
             health: setup.health,
             outbox: Vec::with_capacity(OUTBOX),
+            flushed: Vec::with_capacity(SWEEP_BUDGET),
             last_arp_round: None,
             drops: DropCounters::default(),
             stats: WorkerStats::default(),
@@ -556,10 +559,7 @@ impl Worker {
     /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
     /// (if any) is over.
     fn flush_due(&self, now_ms: u64, service: ServiceId) -> bool {
-        self.tables.service(service).is_some_and(|s| {
-            s.down_state_flush
-                && (self.health.is_down(service) || s.flush_from_ms.is_some_and(|t| now_ms >= t))
-        })
+        flush_due(&self.tables, &self.health, now_ms, service)
     }
 
     /// Ends a flushed flow on its next frame: the frame is dropped and, for TCP, both peers
@@ -628,7 +628,46 @@ impl Worker {
         }
     }
 
+    /// Asks both peers of each TCP flow the sweep flushed for their sequence numbers (see
+    /// [`wire::tcp_probe`]); their answers meet no flow and get exact RSTs.
+    fn probe_flushed(&mut self) {
+        for k in 0..self.flushed.len() {
+            let f = self.flushed[k];
+            if f.proto != Proto::Tcp || f.tcp.is_closed() {
+                continue;
+            }
+            let client = Leg {
+                port: f.client_port,
+                mac: f.client_mac,
+                ours: f.vip,
+                theirs: f.client,
+            };
+            self.queue_frame(client, |buf, macs, leg| {
+                wire::tcp_probe(buf, macs, leg.ours, leg.theirs)
+            });
+            if let Some(nb) = self.neigh.get(f.hop) {
+                let server = Leg {
+                    port: nb.port,
+                    mac: nb.mac,
+                    ours: f.snip,
+                    theirs: f.service_addr,
+                };
+                self.queue_frame(server, |buf, macs, leg| {
+                    wire::tcp_probe(buf, macs, leg.ours, leg.theirs)
+                });
+            }
+        }
+    }
+
     fn queue_rst(&mut self, leg: Leg, seq: u32, ack: Option<u32>) {
+        self.queue_frame(leg, |buf, macs, leg| {
+            wire::tcp_rst(buf, macs, leg.ours, leg.theirs, seq, ack)
+        });
+    }
+
+    /// Queues a frame the engine builds toward one side of a flow (dropped when the outbox
+    /// is full: the peer's next segment is answered then).
+    fn queue_frame(&mut self, leg: Leg, build: impl FnOnce(&mut [u8], (Mac, Mac), &Leg) -> usize) {
         let Some(&our_mac) = self.macs.get(leg.port) else {
             return;
         };
@@ -636,14 +675,7 @@ impl Worker {
             return; // the peer's next segment is answered instead
         }
         let mut data = [0u8; 60];
-        let len = wire::tcp_rst(
-            &mut data,
-            (our_mac, leg.mac),
-            leg.ours,
-            leg.theirs,
-            seq,
-            ack,
-        );
+        let len = build(&mut data, (our_mac, leg.mac), &leg);
         self.outbox.push(OwnFrame {
             port: leg.port,
             len,
@@ -725,14 +757,28 @@ impl Worker {
         if let Some(shared) = &self.shared_drops {
             shared.publish(self.id, &self.drops);
         }
+        // One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
+        // included (their next frame would too, but an idle peer might wait a long time).
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
-        self.flows.expire(now_ms, SWEEP_BUDGET, |f| {
-            if f.active {
-                writer.flow_closed(f.service);
-            }
-            snat.release(f.snip.0, f.snip.1);
-            stats.flows_expired += 1;
-        });
+        let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
+        flushed.clear();
+        self.flows.sweep(
+            SWEEP_BUDGET,
+            |f| f.deadline() <= now_ms || flush_due(tables, health, now_ms, f.service),
+            |f| {
+                if f.active {
+                    writer.flow_closed(f.service);
+                }
+                snat.release(f.snip.0, f.snip.1);
+                if f.deadline() <= now_ms {
+                    stats.flows_expired += 1;
+                } else {
+                    stats.flows_flushed += 1;
+                    flushed.push(f);
+                }
+            },
+        );
+        self.probe_flushed();
         let round = now_ms / ARP_INTERVAL_MS;
         if self.last_arp_round != Some(round) {
             self.last_arp_round = Some(round);
@@ -763,6 +809,14 @@ struct Leg {
     mac: Mac,
     ours: (Ipv4Addr, u16),
     theirs: (Ipv4Addr, u16),
+}
+
+/// See [`Worker::flush_due`].
+fn flush_due(tables: &Tables, health: &ServiceHealth, now_ms: u64, service: ServiceId) -> bool {
+    tables.service(service).is_some_and(|s| {
+        s.down_state_flush
+            && (health.is_down(service) || s.flush_from_ms.is_some_and(|t| now_ms >= t))
+    })
 }
 
 fn src_mac(frame: &[u8]) -> Mac {

@@ -672,3 +672,44 @@ fn sourceip_persistence_keeps_a_client_on_its_service() {
     lab.now += 55_000;
     assert_eq!(service_of(&mut lab, CLIENT, 45_020), moved);
 }
+
+#[test]
+fn idle_flows_of_a_down_service_are_flushed_by_the_sweep() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let client = (CLIENT, 46_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    lab.run(&mut syn);
+    let (_, snat, service, _) = tcp_out(&syn);
+    let mut synack = tcp(backend_mac(1), service, snat, Flags::SynAck, b"");
+    lab.run(&mut synack);
+    lab.worker.drain_outbox(|_, _| {});
+    // The connection is idle when its service goes DOWN: the sweep ends it and asks both
+    // peers for their numbers with an out-of-window ACK each.
+    lab.health.set_up(0, false);
+    lab.health.set_down(0, true);
+    lab.worker.housekeeping(lab.now);
+    assert!(lab.worker.flows().is_empty());
+    assert_eq!(lab.worker.stats.flows_flushed, 1);
+    assert_eq!(lab.counters.active(0), 0);
+    let mut probes = Vec::new();
+    lab.worker.drain_outbox(|_, f| {
+        let (dmac, src, dst, _) = tcp_out(f);
+        let tcp = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+        assert!(tcp.ack() && !tcp.rst() && !tcp.syn());
+        probes.push((dmac, src, dst));
+    });
+    assert_eq!(
+        probes,
+        [
+            (CLIENT_MAC, (VIP, 80), client),
+            (backend_mac(1), snat, service)
+        ]
+    );
+    // The service's answer (its numbers) meets no flow: an exact RST goes back.
+    let mut answer = tcp(backend_mac(1), service, snat, Flags::Ack, b"");
+    assert_eq!(lab.run(&mut answer), Verdict::Drop(DropReason::NoFlow));
+    assert_eq!(
+        queued_resets(&mut lab),
+        [(backend_mac(1), snat, service, 1)]
+    );
+}

@@ -1031,8 +1031,9 @@ bind lb vserver v3 s3
     // what its socket had buffered (up to tcp_rmem's 32 MB here, at the limited rate).
     assert_eq!(code3, Some(56), "s3's transfer was reset");
     assert!(std::fs::metadata(&files[2]).unwrap().len() < 50 << 20);
+    // The peers' answers to the engine's probes met no flow (and got their RSTs).
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
-    assert!(stat.contains("flushed"), "{stat}");
+    assert!(stat.contains("no flow"), "{stat}");
 
     let started = Instant::now();
     let (code1, _) = finish(dl1, started);
@@ -1071,6 +1072,28 @@ bind lb vserver v3 s3
         lab.wait_service_state("s1", "OUT OF SERVICE", Duration::from_secs(1))
             .is_some()
     );
+    // An idle connection is reset too: the engine's sweep asks both ends for their numbers and
+    // answers with exact RSTs, so socat (waiting up to 20 s for data) ends at once.
+    ctl_ok(&["enable", "service", "s1"]);
+    let idle = lab.client_spawn(&[
+        "socat",
+        "-d",
+        "-T",
+        "20",
+        "-u",
+        &format!("TCP:{VIP}:81"),
+        "-",
+    ]);
+    std::thread::sleep(Duration::from_secs(1));
+    let disabled_at = Instant::now();
+    ctl_ok(&["disable", "service", "s1"]);
+    let out = idle.wait_with_output().unwrap();
+    let took = disabled_at.elapsed();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("Connection reset by peer") && took < Duration::from_secs(5),
+        "{took:?} {log}"
+    );
     // Each vserver counts its own hits: web had the 12 new connections (s1 took none of
     // them), v1 the two downloads, though s1 is bound to both.
     assert_eq!(
@@ -1078,7 +1101,8 @@ bind lb vserver v3 s3
             vserver_hits(&lab, "web") - web_before,
             vserver_hits(&lab, "v1")
         ),
-        (12, 2)
+        (12, 3),
+        "v1: two downloads and the idle connection"
     );
 }
 
