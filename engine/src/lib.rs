@@ -1,10 +1,21 @@
-//! # engine — Fulcrum's data plane
+//! # engine — Fulcrum's data plane and daemon
 //!
-//! * [`lb`] — the selection core: NetScaler's methods over immutable pools, per-worker state.
-//! * [`counters`] — per-core, lock-free service counters with 14-second windows.
-//! * [`profile`] — hardware profiles (cores, ports, queues, UMEM, flow table sizes).
+//! Per packet (the workers):
+//! * [`wire`] — parsing and in-place rewrites with incremental checksums; RSTs and probes.
+//! * [`flow`] — the flow table (two keys per flow, TCP progress, idle timeouts, sweeps).
+//! * [`nat`] — SNAT ports per worker; [`neigh`] — ARP neighbours.
+//! * [`worker`] — bursts in stages: parse, look up, select, rewrite; every drop counted
+//!   ([`verdict`]); downStateFlush.
+//! * [`lb`] — the selection core: NetScaler's methods over immutable pools.
+//! * [`persist`] — SOURCEIP persistence sessions shared by the workers.
+//! * [`counters`] — per-core, lock-free service and vserver counters with 14-second windows.
 //!
-//! The AF_XDP workers, flow tables and NAT build on these.
+//! Around them:
+//! * [`tables`] — what the control plane builds from the configuration for the workers.
+//! * [`control`] — the control socket: commands applied atomically, `show`/`stat`, save.
+//! * [`drain`] — `disable service` with a delay or `-graceFul`; [`rates`] — `stat` rates.
+//! * [`monitoring`] — runs the monitor core (the `monitors` crate) beside the workers.
+//! * [`daemon`], [`profile`], [`xsk`] (AF_XDP ports), [`metrics`], [`replay`].
 
 pub mod control;
 pub mod counters;
