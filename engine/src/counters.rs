@@ -1,6 +1,6 @@
 //! Per-service counters, sharded per core and lock-free.
 //!
-//! Each core owns one cache-line-aligned [`Slot`] per service and is its only writer, so
+//! Each core owns one cache-line-aligned `Slot` per service and is its only writer, so
 //! updates are plain relaxed load-then-store (no atomic read-modify-write, no shared line);
 //! readers sum the slots of all cores. Packets and bytes are also kept in a sliding window of
 //! [`WINDOW_SECS`] one-second buckets, for LEASTPACKETS and LEASTBANDWIDTH. Time is passed

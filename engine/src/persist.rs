@@ -3,7 +3,7 @@
 //!
 //! One table per vserver, lock-free: each slot is one `AtomicU64` packing the client address,
 //! the service and when the entry expires, so a reader never sees half an entry. A client
-//! lives in one of [`WAYS`] slots after its hash; a new one takes a free or expired slot, or
+//! lives in one of the four slots after its hash; a new one takes a free or expired slot, or
 //! else the one expiring first. Like NetScaler's persistence table it is bounded: when it is
 //! full, the oldest sessions go first. Two workers recording different clients into the same
 //! slot at once keep the last one; the other client is simply balanced afresh next time.
