@@ -5,7 +5,7 @@
 //! * [`error`] — NetScaler-style errors (`ERROR: <message> [<argument>, <value>]`).
 //! * [`lex`] — tokens, quoting, `[a-b]` range expansion.
 //! * [`value`] — typed argument values (ranges, keywords, durations with units, addresses).
-//! * [`settings`] — option sets declared once (defaults, names, help, parse, write back).
+//! * [`settings`](mod@settings) — option sets declared once (defaults, names, help, parse, write back).
 //! * [`grammar`] — the command table; parsing into [`command::Command`], `help`, completion.
 //! * [`conf`] — the configuration model, validation on apply, ns.conf save and replay.
 //! * [`render`] — `show` and `stat` in NetScaler's layouts, and as JSON.
