@@ -97,6 +97,7 @@ pub struct Flow {
     pub snip: (Ipv4Addr, u16),
     pub service_addr: (Ipv4Addr, u16),
     pub service: ServiceId,
+    /// The vserver's stable id (see [`crate::tables::RtVserver::id`]).
     pub vserver: u32,
     /// The next hop toward the service (the service itself, or a gateway).
     pub hop: Ipv4Addr,

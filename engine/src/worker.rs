@@ -452,7 +452,7 @@ impl Worker {
             snip: (snip, nat_port),
             service_addr: (svc.addr, svc.port.unwrap_or(ip.dst_port)),
             service,
-            vserver: vs as u32,
+            vserver: vserver_id,
             hop,
             client_port: in_port,
             client_mac: src_mac(frame),
