@@ -44,6 +44,7 @@ pub enum Object {
     LbMonitor,
     LbMetricTable,
     LbParameter,
+    LbPersistentSessions,
     NsConfig,
     NsRunningConfig,
 }
@@ -60,6 +61,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["monitor"], Object::LbMonitor),
     (&["lb", "metricTable"], Object::LbMetricTable),
     (&["lb", "parameter"], Object::LbParameter),
+    (&["lb", "persistentSessions"], Object::LbPersistentSessions),
     (&["ns", "config"], Object::NsConfig),
     (&["ns", "runningConfig"], Object::NsRunningConfig),
 ];
@@ -460,6 +462,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::SetLbParameter { settings: a.settings::<LbParameterSettings>()? })),
     cmd!(unset LbParameter, &[], &[LbParameterSettings::OPTIONS], "Return global parameters to their defaults",
         |a| Ok(Command::UnsetLbParameter { keys: a.keys::<LbParameterSettings>()? })),
+    cmd!(Show LbPersistentSessions, &[opt::<Name>("vServer")], OUTPUT, "Show the live SOURCEIP persistence sessions",
+        |a| Ok(Command::Show { object: Object::LbPersistentSessions, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Show LbParameter, &[], OUTPUT, "Show global load-balancing parameters",
         |a| Ok(Command::Show { object: Object::LbParameter, name: None, format: output(a)? })),
     cmd!(Save NsConfig, &[], NONE, "Write the running configuration to ns.conf", |_| Ok(Command::SaveNsConfig)),

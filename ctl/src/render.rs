@@ -81,6 +81,18 @@ pub trait Runtime {
     fn vserver(&self, name: &str) -> VserverStats;
     /// Frames dropped, by reason, summed over the workers.
     fn drops(&self) -> Vec<(String, u64)>;
+    /// A vserver's live persistence sessions.
+    fn persistent_sessions(&self, _vserver: &str) -> Vec<PersistentSession> {
+        Vec::new()
+    }
+}
+
+/// One SOURCEIP session: the client, the service it persists to, seconds left.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PersistentSession {
+    pub client: std::net::Ipv4Addr,
+    pub service: String,
+    pub remaining_s: u64,
 }
 
 /// The rendered output (without the final ` Done`), or a NetScaler error message.
@@ -556,6 +568,43 @@ pub fn show(
         Object::LbParameter => {
             let p = &config.lb_parameter;
             out.push_str(&format!("\tStartup RR factor: {}\n\tConsolidated Least Conn: {}\n\tUse port for hash LB: {}\n", p.startup_rr_factor.get(), p.consolidated_lconn, p.use_port_for_hash_lb));
+        }
+        Object::LbPersistentSessions => {
+            let list = pick(
+                config.vservers.values(),
+                name,
+                |v| v.name.as_str(),
+                "vServer",
+            )?;
+            let rows: Vec<(&Vserver, PersistentSession)> = list
+                .iter()
+                .flat_map(|v| {
+                    rt.persistent_sessions(v.name.as_str())
+                        .into_iter()
+                        .map(move |s| (*v, s))
+                })
+                .collect();
+            if json {
+                let v: Vec<Value> = rows.iter().map(|(v, s)| json!({"type": "SOURCEIP", "srcip": s.client.to_string(), "vservername": v.name.as_str(), "servicename": s.service, "timeout": s.remaining_s})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            out.push_str(&format!(
+                "{:<10} {:<16} {:<16} {:<6} {:<20} {:<24} {}\n",
+                "TYPE", "SRC IP", "DST IP", "PORT", "VSERVER NAME", "SERVICE", "TIMEOUT"
+            ));
+            for (v, s) in rows {
+                let (ip, port) = vip(v);
+                out.push_str(&format!(
+                    "{:<10} {:<16} {:<16} {:<6} {:<20} {:<24} {}\n",
+                    "SOURCEIP",
+                    s.client,
+                    ip,
+                    port,
+                    v.name.as_str(),
+                    s.service,
+                    s.remaining_s
+                ));
+            }
         }
         Object::NsRunningConfig => {
             let text = render_conf(config, "running");

@@ -131,3 +131,55 @@ fn a_draining_service_is_going_out_of_service() {
     let out = show(&c, Object::Service, Some("s2"), false, &Fixed).unwrap();
     assert!(out.lines().any(|l| l == "\tState: OUT OF SERVICE"), "{out}");
 }
+
+struct OneSession;
+
+impl Runtime for OneSession {
+    fn service(&self, name: &str) -> ServiceStats {
+        Fixed.service(name)
+    }
+    fn vserver(&self, name: &str) -> VserverStats {
+        Fixed.vserver(name)
+    }
+    fn drops(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+    fn persistent_sessions(&self, _: &str) -> Vec<ctl::render::PersistentSession> {
+        vec![ctl::render::PersistentSession {
+            client: "198.18.0.50".parse().unwrap(),
+            service: "s2".into(),
+            remaining_s: 117,
+        }]
+    }
+}
+
+#[test]
+fn persistent_sessions_are_listed_per_vserver() {
+    let (c, _) = replay_text(CONF);
+    let out = show(&c, Object::LbPersistentSessions, None, false, &OneSession).unwrap();
+    let row = out.lines().nth(1).unwrap_or_default();
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        fields,
+        [
+            "SOURCEIP",
+            "198.18.0.50",
+            "198.18.0.100",
+            "80",
+            "web",
+            "s2",
+            "117"
+        ],
+        "{out}"
+    );
+    assert!(
+        show(
+            &c,
+            Object::LbPersistentSessions,
+            Some("nope"),
+            false,
+            &OneSession
+        )
+        .is_err()
+    );
+}

@@ -20,7 +20,7 @@ use ctl::conf::{self, Config, LbMethod};
 use ctl::error::{CliError, ErrorKind};
 use ctl::grammar::{help, parse_line};
 use ctl::proto::{DONE, MAX_LINE};
-use ctl::render::{self, Rates, Runtime, ServiceStats, VserverStats};
+use ctl::render::{self, PersistentSession, Rates, Runtime, ServiceStats, VserverStats};
 
 use crate::counters::Counters;
 use crate::drain::Drain;
@@ -445,6 +445,32 @@ impl Runtime for LiveRuntime<'_> {
                 .as_ref()
                 .map(|t| t.live(self.control.now_ms() / 1000) as u64),
         }
+    }
+
+    fn persistent_sessions(&self, vserver: &str) -> Vec<PersistentSession> {
+        let Some(table) = self
+            .tables
+            .vservers
+            .iter()
+            .find(|v| v.name == vserver)
+            .and_then(|v| v.persist.as_ref())
+        else {
+            return Vec::new();
+        };
+        let mut sessions: Vec<PersistentSession> = table
+            .sessions(self.control.now_ms() / 1000)
+            .into_iter()
+            .map(|(client, service, remaining_s)| PersistentSession {
+                client,
+                service: self
+                    .tables
+                    .service(service)
+                    .map_or_else(|| service.to_string(), |s| s.name.clone()),
+                remaining_s,
+            })
+            .collect();
+        sessions.sort_by_key(|s| s.client);
+        sessions
     }
 
     fn drops(&self) -> Vec<(String, u64)> {

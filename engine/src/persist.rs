@@ -117,6 +117,20 @@ impl PersistTable {
         }
     }
 
+    /// The sessions alive at `now_s`: client, service, seconds left (for `show`).
+    pub fn sessions(&self, now_s: u64) -> Vec<(Ipv4Addr, ServiceId, u64)> {
+        let now = tick(now_s);
+        self.slots
+            .iter()
+            .map(|s| s.load(Relaxed))
+            .filter(|&e| e != 0 && !expired(e as u16, now))
+            .map(|e| {
+                let left = u64::from((e as u16).wrapping_sub(now)) * TICK_S;
+                (Ipv4Addr::from(client_of(e)), service_of(e), left)
+            })
+            .collect()
+    }
+
     /// Sessions that have not expired at `now_s` (for `show`).
     pub fn live(&self, now_s: u64) -> usize {
         let now = tick(now_s);
@@ -149,6 +163,10 @@ mod tests {
         t.record(ip(1), 9, 200, 120);
         assert_eq!(t.lookup(ip(1), 310), Some(9));
         assert_eq!(t.live(310), 1);
+        let sessions = t.sessions(310);
+        assert_eq!(sessions.len(), 1);
+        assert_eq!((sessions[0].0, sessions[0].1), (ip(1), 9));
+        assert!((8..=16).contains(&sessions[0].2), "{sessions:?}");
     }
 
     #[test]

@@ -1249,6 +1249,16 @@ bind lb vserver web s3
         .and_then(|l| l.split_whitespace().last())
         .and_then(|n| n.parse::<u64>().ok());
     assert_eq!(sessions, Some(1), "{stat}");
+    let listed =
+        String::from_utf8_lossy(&lab.ctl(&["show", "lb", "persistentSessions", "web"]).stdout)
+            .into_owned();
+    let number = names[0].trim_start_matches("backend-");
+    assert!(
+        listed.lines().any(|l| l.starts_with("SOURCEIP")
+            && l.contains("198.18.0.50")
+            && l.contains(&format!(" s{number} "))),
+        "{listed}"
+    );
     // Its service taken out: the client moves, and stays where it moved.
     let number = names[0].trim_start_matches("backend-").to_owned();
     assert!(
