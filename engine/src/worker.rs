@@ -495,8 +495,8 @@ impl Worker {
             return Verdict::Drop(DropReason::NoFlow);
         };
         flow.last_seen = now_ms;
+        note_progress(&self.writer, flow, side, ip.tcp);
         let flow = *flow;
-        self.track(slot, side, ip.tcp);
         let (port, dst_mac) = match side {
             Side::Client => {
                 let Some(n) = self.neigh.get(flow.hop) else {
@@ -520,16 +520,10 @@ impl Worker {
         Verdict::Tx { port }
     }
 
-    /// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
-    /// though its entry lingers for the last ACK and retransmissions.
+    /// [`note_progress`] for the flow in `slot`.
     fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
-        let Some(flow) = self.flows.get_mut(slot) else {
-            return;
-        };
-        flow.tcp.update(side, flags);
-        if flow.active && flow.tcp.is_closed() {
-            flow.active = false;
-            self.writer.flow_closed(flow.service);
+        if let Some(flow) = self.flows.get_mut(slot) {
+            note_progress(&self.writer, flow, side, flags);
         }
     }
 
@@ -574,21 +568,10 @@ impl Worker {
         if let Some(n) = wire::tcp_numbers(frame, ip)
             && !ip.tcp.rst
         {
-            let client = Some(Leg {
-                port: flow.client_port,
-                mac: flow.client_mac,
-                ours: flow.vip,
-                theirs: flow.client,
-            });
-            let server = self.neigh.get(flow.hop).map(|nb| Leg {
-                port: nb.port,
-                mac: nb.mac,
-                ours: flow.snip,
-                theirs: flow.service_addr,
-            });
+            let (client, server) = self.legs(&flow);
             let (sender, peer) = match side {
-                Side::Client => (client, server),
-                Side::Server => (server, client),
+                Side::Client => (Some(client), server),
+                Side::Server => (server, Some(client)),
             };
             if let Some(leg) = sender {
                 let (seq, ack) = if ip.tcp.ack {
@@ -603,6 +586,24 @@ impl Worker {
             }
         }
         Verdict::Drop(DropReason::Flushed)
+    }
+
+    /// A flow's two sides: toward the client, and toward the service (when its next hop's
+    /// MAC is known).
+    fn legs(&self, f: &Flow) -> (Leg, Option<Leg>) {
+        let client = Leg {
+            port: f.client_port,
+            mac: f.client_mac,
+            ours: f.vip,
+            theirs: f.client,
+        };
+        let server = self.neigh.get(f.hop).map(|nb| Leg {
+            port: nb.port,
+            mac: nb.mac,
+            ours: f.snip,
+            theirs: f.service_addr,
+        });
+        (client, server)
     }
 
     /// Answers a TCP segment of no connection we know (a flushed or expired flow, a
@@ -636,23 +637,9 @@ impl Worker {
             if f.proto != Proto::Tcp || f.tcp.is_closed() {
                 continue;
             }
-            let client = Leg {
-                port: f.client_port,
-                mac: f.client_mac,
-                ours: f.vip,
-                theirs: f.client,
-            };
-            self.queue_frame(client, |buf, macs, leg| {
-                wire::tcp_probe(buf, macs, leg.ours, leg.theirs)
-            });
-            if let Some(nb) = self.neigh.get(f.hop) {
-                let server = Leg {
-                    port: nb.port,
-                    mac: nb.mac,
-                    ours: f.snip,
-                    theirs: f.service_addr,
-                };
-                self.queue_frame(server, |buf, macs, leg| {
+            let (client, server) = self.legs(&f);
+            for leg in std::iter::once(client).chain(server) {
+                self.queue_frame(leg, |buf, macs, leg| {
                     wire::tcp_probe(buf, macs, leg.ours, leg.theirs)
                 });
             }
@@ -809,6 +796,17 @@ struct Leg {
     mac: Mac,
     ours: (Ipv4Addr, u16),
     theirs: (Ipv4Addr, u16),
+}
+
+/// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
+/// though its entry lingers for the last ACK and retransmissions.
+#[inline]
+fn note_progress(writer: &CoreWriter, flow: &mut Flow, side: Side, flags: wire::TcpFlags) {
+    flow.tcp.update(side, flags);
+    if flow.active && flow.tcp.is_closed() {
+        flow.active = false;
+        writer.flow_closed(flow.service);
+    }
 }
 
 /// See [`Worker::flush_due`].

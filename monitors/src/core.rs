@@ -250,6 +250,24 @@ fn send_on(socket: &mut tcp::Socket, tls: Option<&mut TlsStream>, bytes: &[u8]) 
     }
 }
 
+/// Sends a probe's request; its response time runs from `now`. A request the connection
+/// cannot take fails the probe.
+fn send_request(
+    socket: &mut tcp::Socket,
+    probe: &mut Probe,
+    text: &[u8],
+    now: u64,
+) -> Option<(bool, u64)> {
+    if !send_on(socket, probe.tls.as_deref_mut(), text) {
+        return Some((false, 0));
+    }
+    probe.phase = Phase::Sent {
+        at: now,
+        reply: Vec::new(),
+    };
+    None
+}
+
 /// Appends what arrived on a probe's connection (plaintext for TLS) to `reply`, up to
 /// [`REPLY_LIMIT`].
 fn receive_on(socket: &mut tcp::Socket, tls: Option<&mut TlsStream>, reply: &mut Vec<u8>) {
@@ -789,14 +807,7 @@ impl MonitorCore {
                 Phase::Connecting,
             ) if ready => {
                 let text = http_request(request.as_bytes(), b.target.addr, headers);
-                if !send_on(socket, probe.tls.as_deref_mut(), &text) {
-                    return Some((false, 0));
-                }
-                probe.phase = Phase::Sent {
-                    at: now,
-                    reply: Vec::new(),
-                };
-                None
+                send_request(socket, probe, &text, now)
             }
             (ProbeKind::Ftp { .. }, Phase::Connecting) if ready => {
                 probe.phase = Phase::Ftp {
@@ -847,14 +858,7 @@ impl MonitorCore {
                 } else {
                     send.clone()
                 };
-                if !send_on(socket, probe.tls.as_deref_mut(), &text) {
-                    return Some((false, 0));
-                }
-                probe.phase = Phase::Sent {
-                    at: now,
-                    reply: Vec::new(),
-                };
-                None
+                send_request(socket, probe, &text, now)
             }
             (ProbeKind::Ecv { recv, .. }, Phase::Sent { at, reply }) => {
                 receive_on(socket, probe.tls.as_deref_mut(), reply);
