@@ -156,9 +156,6 @@ up() {
     link "$(ns lb)" fl-lb1 "$(ns sw)" lb1
     ip -n "$(ns sw)" link set lb1 master br1
   fi
-  # Hosts compute their checksums in software: with TX offload a veth hands over frames
-  # whose checksum is only partial, and the engine updates checksums incrementally.
-  ip netns exec "$(ns cli)" ethtool -K eth0 tx off >/dev/null
   ip -n "$(ns cli)" addr add "$client_net.50/24" dev eth0
   ip -n "$(ns cli)" link set lo up
   ip -n "$(ns lb)" link set lo up
@@ -167,7 +164,6 @@ up() {
     ip netns add "$b"
     link "$b" eth0 "$(ns sw)" "b$i"
     ip -n "$(ns sw)" link set "b$i" master "$server_br"
-    ip netns exec "$b" ethtool -K eth0 tx off >/dev/null
     ip -n "$b" addr add "198.18.0.$((10 + i))/24" dev eth0
     ip -n "$b" link set lo up
     nginx_conf "$i" "198.18.0.$((10 + i))"

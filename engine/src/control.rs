@@ -24,9 +24,10 @@ use ctl::render::{self, PersistentSession, Rates, Runtime, ServiceStats, Vserver
 
 use crate::counters::Counters;
 use crate::drain::Drain;
+use crate::error::EngineError;
 use crate::health::ServiceHealth;
 use crate::lb::RoundRobinReason;
-use crate::persist::PersistTable;
+use crate::persist::{PersistTable, SESSIONS_PER_VSERVER};
 use crate::rates::{RateBook, Totals};
 use crate::tables::{ServiceIds, Tables};
 use crate::verdict::SharedDrops;
@@ -42,9 +43,6 @@ struct State {
     persist: HashMap<String, Arc<PersistTable>>,
 }
 
-/// Sessions a vserver with SOURCEIP persistence keeps (8 bytes each).
-pub const PERSIST_SESSIONS: usize = 1 << 16;
-
 /// The control plane of one daemon.
 pub struct Control {
     state: Mutex<State>,
@@ -56,6 +54,8 @@ pub struct Control {
     pub drops: Arc<SharedDrops>,
     /// The daemon's clock: the workers' milliseconds count from here.
     pub clock: Instant,
+    /// The generation the monitor core works with (`u64::MAX` while none runs).
+    monitor_generation: std::sync::atomic::AtomicU64,
     rates: Mutex<RateBook>,
 }
 
@@ -92,17 +92,17 @@ fn now_stamp() -> String {
 }
 
 impl Control {
-    pub fn new(setup: ControlSetup) -> Result<Self, String> {
+    pub fn new(setup: ControlSetup) -> Result<Self, EngineError> {
         let mut ids = ServiceIds::default();
         let mut tables = Tables::build(&setup.config, &mut ids, 1);
         let mut persist = HashMap::new();
-        tables.attach_persistence(&mut persist, PERSIST_SESSIONS);
+        tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
         if tables.services.len() > setup.max_services {
-            return Err(format!(
+            return Err(EngineError::Capacity(format!(
                 "{} services exceed the profile's max_services {}",
                 tables.services.len(),
                 setup.max_services
-            ));
+            )));
         }
         Ok(Self {
             state: Mutex::new(State {
@@ -119,6 +119,7 @@ impl Control {
             health: setup.health,
             drops: setup.drops,
             clock: Instant::now(),
+            monitor_generation: std::sync::atomic::AtomicU64::new(u64::MAX),
             rates: Mutex::new(RateBook::default()),
         })
     }
@@ -178,10 +179,11 @@ impl Control {
                 .is_some_and(|s| !s.settings.state.is_enabled())
         });
         let mut ids = state.ids.clone();
+        self.recycle_ids(&mut ids);
         let mut tables = Tables::build(&next, &mut ids, state.generation + 1);
         tables.apply_drains(&drains);
         let mut persist = state.persist.clone();
-        tables.attach_persistence(&mut persist, PERSIST_SESSIONS);
+        tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
         if tables.services.len() > self.max_services {
             return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
                 "More services than the profile's max_services {}",
@@ -197,6 +199,32 @@ impl Control {
         Ok(())
     }
 
+    /// Frees the ids of services and vservers gone from the configuration once nothing can
+    /// refer to them: every worker and the monitor core moved past the generation that
+    /// dropped them, and no flow (nor counter window) of the service is left. A freed id
+    /// starts from zero counters and no health.
+    fn recycle_ids(&self, ids: &mut ServiceIds) {
+        let workers = self.counters.oldest_generation();
+        let monitor = self.monitor_generation.load(Ordering::Relaxed);
+        let moved_past = |retired: u64| workers > retired && monitor > retired;
+        let recycled = ids.recycle(
+            |id, retired| moved_past(retired) && self.counters.service_idle(id),
+            |_, retired| moved_past(retired),
+        );
+        for id in recycled.services {
+            self.counters.reset_service(id);
+            self.health.reset(id);
+        }
+        for id in recycled.vservers {
+            self.counters.reset_vserver(id);
+        }
+    }
+
+    /// The monitor core works with `generation` now (it follows every published one).
+    pub fn monitor_follows(&self, generation: u64) {
+        self.monitor_generation.store(generation, Ordering::Relaxed);
+    }
+
     /// Validates and applies configuration commands, all or nothing.
     pub fn apply(&self, cmds: &[Command]) -> Result<(), CliError> {
         let mut state = self.lock();
@@ -207,12 +235,12 @@ impl Control {
     }
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
-    pub fn reload_file(&self) -> Result<u64, String> {
-        let next = conf::load(&self.config_path).map_err(|e| e.to_string())?;
+    pub fn reload_file(&self) -> Result<u64, EngineError> {
+        let next = conf::load(&self.config_path).map_err(|e| EngineError::Config(e.to_string()))?;
         let mut state = self.lock();
         let drains = state.drains.clone();
         self.publish(&mut state, next, drains)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| EngineError::Config(e.to_string()))?;
         Ok(state.generation)
     }
 
@@ -474,12 +502,18 @@ impl Runtime for LiveRuntime<'_> {
     }
 
     fn drops(&self) -> Vec<(String, u64)> {
-        self.control
+        let mut drops: Vec<(String, u64)> = self
+            .control
             .drops
             .totals()
             .nonzero()
             .map(|(r, n)| (r.to_string(), n))
-            .collect()
+            .collect();
+        let lost = self.control.health.frames_lost();
+        if lost > 0 {
+            drops.push(("monitor core ring full".to_owned(), lost));
+        }
+        drops
     }
 }
 
@@ -492,7 +526,7 @@ pub struct Admins {
 
 impl Admins {
     /// Root and the daemon's user, plus the group `name` when given (it must exist).
-    pub fn new(group: Option<&str>) -> Result<Self, String> {
+    pub fn new(group: Option<&str>) -> Result<Self, EngineError> {
         let Some(name) = group else {
             return Ok(Self::default());
         };
@@ -500,8 +534,12 @@ impl Admins {
             Ok(Some(g)) => Ok(Self {
                 group: Some((name.to_owned(), g.gid)),
             }),
-            Ok(None) => Err(format!("no such group: {name}")),
-            Err(e) => Err(format!("group {name}: {e}")),
+            Ok(None) => Err(EngineError::Group(format!(
+                "--admin-group: no such group: {name}"
+            ))),
+            Err(e) => Err(EngineError::Group(format!(
+                "--admin-group: group {name}: {e}"
+            ))),
         }
     }
 
@@ -583,27 +621,26 @@ pub fn serve(
     path: &Path,
     admins: Admins,
     stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<()>, String> {
+) -> Result<std::thread::JoinHandle<()>, EngineError> {
+    let io = |e| EngineError::io(path, e);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
     }
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
-            return Err(format!("{} is served by another fulcrumd", path.display()));
+            return Err(EngineError::SocketBusy(path.to_owned()));
         }
-        std::fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::remove_file(path).map_err(io)?;
     }
-    let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let listener = UnixListener::bind(path).map_err(io)?;
     let mode = if let Some((_, gid)) = &admins.group {
-        nix::unistd::chown(path, None, Some(*gid))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        nix::unistd::chown(path, None, Some(*gid)).map_err(|e| io(e.into()))?;
         0o660
     } else {
         0o600
     };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    listener.set_nonblocking(true).map_err(io)?;
     let path = path.to_owned();
     let admins = Arc::new(admins);
     std::thread::Builder::new()
@@ -625,5 +662,8 @@ pub fn serve(
             }
             let _ = std::fs::remove_file(&path);
         })
-        .map_err(|e| e.to_string())
+        .map_err(|source| EngineError::Thread {
+            what: "the control socket's server".into(),
+            source,
+        })
 }

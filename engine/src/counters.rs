@@ -24,6 +24,9 @@ struct Bucket {
 #[repr(align(128))]
 struct Slot {
     active: AtomicI64,
+    /// Flows in this core's table that name the service (open or lingering after close):
+    /// its id may go to another service only when every core's count is zero.
+    flows: AtomicI64,
     /// New flows sent to the service (NetScaler's "hits").
     hits: AtomicU64,
     packets: AtomicU64,
@@ -84,6 +87,17 @@ struct CoreSlots {
     slots: Box<[Slot]>,
     /// New flows per vserver id (a service bound to several vservers counts in each).
     vserver_hits: Box<[AtomicU64]>,
+    /// The configuration generation this core works with.
+    generation: AtomicU64,
+}
+
+/// What a service's (or vserver's) cumulative counters stood at when its id was given to
+/// it: a reused id starts from zero. Written by the control plane only.
+#[derive(Debug, Default)]
+struct Base {
+    hits: AtomicU64,
+    packets: AtomicU64,
+    bytes: AtomicU64,
 }
 
 /// The counters of every service on every core.
@@ -91,6 +105,8 @@ struct CoreSlots {
 pub struct Counters {
     cores: Box<[CoreSlots]>,
     services: usize,
+    base: Box<[Base]>,
+    vserver_base: Box<[AtomicU64]>,
 }
 
 /// Summed counters of one service.
@@ -113,9 +129,12 @@ impl Counters {
                     slots: (0..services).map(|_| Slot::default()).collect(),
                     // As many vservers as services at most: a vserver without one serves nothing.
                     vserver_hits: (0..services).map(|_| AtomicU64::new(0)).collect(),
+                    generation: AtomicU64::new(0),
                 })
                 .collect(),
             services,
+            base: (0..services).map(|_| Base::default()).collect(),
+            vserver_base: (0..services).map(|_| AtomicU64::new(0)).collect(),
         });
         let writers = (0..cores)
             .map(|core| CoreWriter {
@@ -162,8 +181,7 @@ impl Counters {
         self.sum(service, |s| s.window_bytes.load(Relaxed))
     }
 
-    /// New flows of a vserver, over all cores.
-    pub fn vserver_hits(&self, vserver: u32) -> u64 {
+    fn raw_vserver_hits(&self, vserver: u32) -> u64 {
         self.cores
             .iter()
             .filter_map(|c| c.vserver_hits.get(vserver as usize))
@@ -171,14 +189,81 @@ impl Counters {
             .fold(0, u64::wrapping_add)
     }
 
+    /// New flows of a vserver, over all cores.
+    pub fn vserver_hits(&self, vserver: u32) -> u64 {
+        let base = self
+            .vserver_base
+            .get(vserver as usize)
+            .map_or(0, |b| b.load(Relaxed));
+        self.raw_vserver_hits(vserver).wrapping_sub(base)
+    }
+
     pub fn totals(&self, service: u32) -> ServiceTotals {
+        let base = |f: fn(&Base) -> &AtomicU64| {
+            self.base
+                .get(service as usize)
+                .map_or(0, |b| f(b).load(Relaxed))
+        };
         ServiceTotals {
             active: self.active(service),
-            hits: self.sum(service, |s| s.hits.load(Relaxed)),
-            packets: self.sum(service, |s| s.packets.load(Relaxed)),
-            bytes: self.sum(service, |s| s.bytes.load(Relaxed)),
+            hits: self
+                .sum(service, |s| s.hits.load(Relaxed))
+                .wrapping_sub(base(|b| &b.hits)),
+            packets: self
+                .sum(service, |s| s.packets.load(Relaxed))
+                .wrapping_sub(base(|b| &b.packets)),
+            bytes: self
+                .sum(service, |s| s.bytes.load(Relaxed))
+                .wrapping_sub(base(|b| &b.bytes)),
             window_packets: self.window_packets(service),
             window_bytes: self.window_bytes(service),
+        }
+    }
+
+    /// Flows naming `service` in any core's table.
+    pub fn flows(&self, service: u32) -> u64 {
+        let sum: i64 = self
+            .cores
+            .iter()
+            .filter_map(|c| c.slots.get(service as usize))
+            .map(|s| s.flows.load(Relaxed))
+            .sum();
+        sum.max(0) as u64
+    }
+
+    /// The oldest configuration generation a core still works with.
+    pub fn oldest_generation(&self) -> u64 {
+        self.cores
+            .iter()
+            .map(|c| c.generation.load(Relaxed))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Whether `service`'s id can go to another service: no flow names it and its window
+    /// is empty (selection would read stale packets and bytes otherwise).
+    pub fn service_idle(&self, service: u32) -> bool {
+        self.flows(service) == 0
+            && self.window_packets(service) == 0
+            && self.window_bytes(service) == 0
+    }
+
+    /// Starts a reused service id from zero (the control plane, for an idle id).
+    pub fn reset_service(&self, service: u32) {
+        if let Some(b) = self.base.get(service as usize) {
+            b.hits
+                .store(self.sum(service, |s| s.hits.load(Relaxed)), Relaxed);
+            b.packets
+                .store(self.sum(service, |s| s.packets.load(Relaxed)), Relaxed);
+            b.bytes
+                .store(self.sum(service, |s| s.bytes.load(Relaxed)), Relaxed);
+        }
+    }
+
+    /// Starts a reused vserver id from zero.
+    pub fn reset_vserver(&self, vserver: u32) {
+        if let Some(b) = self.vserver_base.get(vserver as usize) {
+            b.store(self.raw_vserver_hits(vserver), Relaxed);
         }
     }
 }
@@ -205,11 +290,28 @@ impl CoreWriter {
             .get(service as usize)
     }
 
+    /// A new flow entered the table for `service`: one more active transaction and hit.
     #[inline]
     pub fn flow_opened(&self, service: u32) {
         if let Some(s) = self.slot(service) {
             s.active.store(s.active.load(Relaxed) + 1, Relaxed);
+            s.flows.store(s.flows.load(Relaxed) + 1, Relaxed);
             bump(&s.hits, 1);
+        }
+    }
+
+    /// A flow of `service` left the table (see [`Counters::flows`]).
+    #[inline]
+    pub fn flow_removed(&self, service: u32) {
+        if let Some(s) = self.slot(service) {
+            s.flows.store(s.flows.load(Relaxed) - 1, Relaxed);
+        }
+    }
+
+    /// This core now works with configuration `generation`.
+    pub fn set_generation(&self, generation: u64) {
+        if let Some(core) = self.counters.cores.get(self.core) {
+            core.generation.store(generation, Relaxed);
         }
     }
 

@@ -7,33 +7,18 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-
-use arc_swap::ArcSwap;
+use std::time::Duration;
 
 use crate::control::{self, Control, ControlSetup};
 use crate::counters::Counters;
+use crate::error::EngineError;
 use crate::health::ServiceHealth;
 use crate::profile::HwProfile;
-use crate::tables::Tables;
-use crate::verdict::{DropCounters, SharedDrops, Verdict};
-use crate::worker::{BURST, Worker, WorkerSetup, WorkerStats};
+use crate::verdict::{DropCounters, SharedDrops};
+use crate::worker::{MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
 use crate::xsk::{self, XskConfig, XskPort};
 
-/// Frames taken from a ring per call.
-const BATCH: usize = 64;
 const LOCK_DIR: &str = "/run/fulcrum";
-
-#[derive(Debug)]
-pub struct DaemonError(pub String);
-
-impl fmt::Display for DaemonError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DaemonError {}
 
 /// What the daemon carried, printed when it stops.
 #[derive(Debug, Default)]
@@ -68,8 +53,8 @@ impl fmt::Display for RunSummary {
 /// Holds `/run/fulcrum/<ifname>@<netns>.lock` so a second daemon on the same port fails
 /// clearly. The network namespace is part of the name: an interface name is only unique
 /// within one.
-fn lock_port(ifname: &str) -> Result<File, DaemonError> {
-    std::fs::create_dir_all(LOCK_DIR).map_err(|e| DaemonError(format!("{LOCK_DIR}: {e}")))?;
+fn lock_port(ifname: &str) -> Result<File, EngineError> {
+    std::fs::create_dir_all(LOCK_DIR).map_err(|e| EngineError::io(LOCK_DIR, e))?;
     let netns = std::fs::read_link("/proc/self/ns/net")
         .map(|l| {
             l.to_string_lossy()
@@ -79,12 +64,13 @@ fn lock_port(ifname: &str) -> Result<File, DaemonError> {
         })
         .unwrap_or_default();
     let path = Path::new(LOCK_DIR).join(format!("{ifname}@{netns}.lock"));
-    let file = File::create(&path).map_err(|e| DaemonError(format!("{}: {e}", path.display())))?;
-    file.try_lock().map_err(|_| {
-        DaemonError(format!(
-            "port {ifname} is already owned by another fulcrumd (lock {} is held)",
+    let file = File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+    file.try_lock().map_err(|_| EngineError::PortBusy {
+        ifname: ifname.to_owned(),
+        detail: format!(
+            "is already owned by another fulcrumd (lock {} is held)",
             path.display()
-        ))
+        ),
     })?;
     Ok(file)
 }
@@ -115,13 +101,12 @@ pub fn run(
     profile: &HwProfile,
     options: &RunOptions,
     signals: Signals,
-) -> Result<RunSummary, DaemonError> {
+) -> Result<RunSummary, EngineError> {
     let config_path = options.config.as_path();
     let socket = options.socket.as_path();
-    let admins = control::Admins::new(options.admin_group.as_deref())
-        .map_err(|e| DaemonError(format!("--admin-group: {e}")))?;
+    let admins = control::Admins::new(options.admin_group.as_deref())?;
     let config = ctl::conf::load(config_path).map_err(|e| {
-        DaemonError(format!(
+        EngineError::Config(format!(
             "refusing to start with a configuration that does not load:\n{e}"
         ))
     })?;
@@ -136,17 +121,14 @@ pub fn run(
     let (counters, writers) = Counters::new(workers, services);
     let health = Arc::new(ServiceHealth::new(services));
     let drops = Arc::new(SharedDrops::new(workers));
-    let control = Arc::new(
-        Control::new(ControlSetup {
-            config,
-            config_path: config_path.to_owned(),
-            max_services: services,
-            counters: Arc::clone(&counters),
-            health: Arc::clone(&health),
-            drops: Arc::clone(&drops),
-        })
-        .map_err(DaemonError)?,
-    );
+    let control = Arc::new(Control::new(ControlSetup {
+        config,
+        config_path: config_path.to_owned(),
+        max_services: services,
+        counters: Arc::clone(&counters),
+        health: Arc::clone(&health),
+        drops: Arc::clone(&drops),
+    })?);
     // Workers pick up a new generation between bursts (RCU-style: one atomic swap).
     let published = Arc::clone(&control.published);
     let tables = published.load_full();
@@ -154,8 +136,7 @@ pub fn run(
         .ports
         .iter()
         .map(|p| xsk::mac_of(&p.ifname))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| DaemonError(e.0))?;
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Queues are spread over the workers; each worker gets one queue of every port.
     let mut plans = Vec::new();
@@ -164,7 +145,7 @@ pub fn run(
         for p in &profile.ports {
             // Port indices are the profile's: a worker needs a queue on every port.
             let Some(&queue) = p.queues.get(w) else {
-                return Err(DaemonError(format!(
+                return Err(EngineError::Profile(format!(
                     "port {} has {} queue(s) for {workers} workers: every worker needs a queue on every port",
                     p.ifname,
                     p.queues.len()
@@ -195,10 +176,9 @@ pub fn run(
         let ports = port_configs
             .iter()
             .map(XskPort::open)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| DaemonError(e.0))?;
+            .collect::<Result<Vec<_>, _>>()?;
         opened.extend(port_configs.iter().map(|c| c.ifname.clone()));
-        let worker = Worker::new(WorkerSetup {
+        let mut worker = Worker::new(WorkerSetup {
             id: w,
             workers,
             macs: macs.clone(),
@@ -208,14 +188,18 @@ pub fn run(
             health: Arc::clone(&health),
             tables: Arc::clone(&tables),
         });
-        let mut worker = worker;
         worker.share_drops(Arc::clone(&drops));
         worker.attach_monitor();
+        for (i, c) in port_configs.iter().enumerate() {
+            if !xsk::may_carry_partial_checksums(&c.ifname) {
+                worker.trust_checksums(i);
+            }
+        }
         let core = profile.cores.workers[w];
         let stop = Arc::clone(&stop);
         let published = Arc::clone(&published);
         let monitor = MonitorRings {
-            to: to_monitor.clone(),
+            to: Some(to_monitor.clone()),
             from: from_monitor.take(),
         };
         let handle = std::thread::Builder::new()
@@ -227,9 +211,18 @@ pub fn run(
                     );
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
-                worker_loop(worker, ports, &stop, &published, &monitor, clock)
+                let runner = Runner::new(worker, ports, monitor);
+                let (worker, ports) =
+                    runner.run(&stop, &published, || clock.elapsed().as_millis() as u64);
+                for p in ports.iter().filter(|p| p.fill_errors > 0) {
+                    eprintln!("fulcrumd: worker {w}: {p:?}: {} ring errors", p.fill_errors);
+                }
+                worker
             })
-            .map_err(|e| DaemonError(format!("cannot start worker {w}: {e}")))?;
+            .map_err(|source| EngineError::Thread {
+                what: format!("worker {w}"),
+                source,
+            })?;
         handles.push(handle);
     }
     eprintln!(
@@ -248,9 +241,11 @@ pub fn run(
         Arc::clone(&stop),
         clock,
     )
-    .map_err(|e| DaemonError(format!("cannot start the monitor core: {e}")))?;
-    let server = control::serve(Arc::clone(&control), socket, admins, Arc::clone(&stop))
-        .map_err(DaemonError);
+    .map_err(|source| EngineError::Thread {
+        what: "the monitor core".into(),
+        source,
+    })?;
+    let server = control::serve(Arc::clone(&control), socket, admins, Arc::clone(&stop));
     let server = match server {
         Ok(s) => Some(s),
         Err(e) => {
@@ -311,10 +306,7 @@ pub fn run(
     }
     if !failed.is_empty() {
         // XDP is detached: the kernel carries the traffic again until a supervisor restarts us.
-        return Err(DaemonError(format!(
-            "{} stopped unexpectedly; fulcrumd stopped too",
-            failed.join(", ")
-        )));
+        return Err(EngineError::Stopped(failed));
     }
     for (id, s) in tables.services.iter().enumerate() {
         if let Some(s) = s {
@@ -349,118 +341,6 @@ impl Drop for StopOnPanic {
             self.stop.store(true, Ordering::Relaxed);
         }
     }
-}
-
-/// The worker's loop: reclaim, receive, decide, transmit, refill — per port, per burst.
-/// A worker's ends of the monitor core's rings; `from` only on the worker that transmits
-/// for the monitor core.
-struct MonitorRings {
-    to: crossbeam_channel::Sender<Vec<u8>>,
-    from: Option<crossbeam_channel::Receiver<Vec<u8>>>,
-}
-
-fn worker_loop(
-    mut worker: Worker,
-    mut ports: Vec<XskPort>,
-    stop: &AtomicBool,
-    published: &ArcSwap<Tables>,
-    monitor: &MonitorRings,
-    clock: Instant,
-) -> Worker {
-    let mut idle_rounds = 0u32;
-    let mut burst: Vec<xsk::Frame> = Vec::with_capacity(BURST);
-    let mut verdicts = [Verdict::Consumed; BURST];
-    while !stop.load(Ordering::Relaxed) {
-        let now = clock.elapsed().as_millis() as u64;
-        {
-            let current = published.load();
-            if !Arc::ptr_eq(&current, worker.tables()) {
-                worker.set_tables(Arc::clone(&current));
-            }
-        }
-        worker.housekeeping(now);
-        let mut received = 0;
-        for i in 0..ports.len() {
-            ports[i].reclaim(BATCH * 2);
-            received += ports[i].receive(BATCH);
-            loop {
-                while burst.len() < BURST {
-                    match ports[i].next_rx() {
-                        Some(frame) => burst.push(frame),
-                        None => break,
-                    }
-                }
-                if burst.is_empty() {
-                    break;
-                }
-                worker.process_burst(now, i, &mut burst, &mut verdicts);
-                for (mut frame, verdict) in burst.drain(..).zip(verdicts) {
-                    match verdict {
-                        Verdict::Tx { port: out } if out == i => ports[i].queue_tx(frame),
-                        Verdict::Tx { port: out } => {
-                            // Each port has its own UMEM: copy into the other one (two-arm).
-                            if let Some(p) = ports.get_mut(out) {
-                                p.send_copy(xsk::frame_bytes(&mut frame));
-                            }
-                            ports[i].recycle(frame);
-                        }
-                        Verdict::ToMonitor => {
-                            // Monitor traffic is light: a copy into the ring is fine here.
-                            let _ = monitor.to.try_send(xsk::frame_bytes(&mut frame).to_vec());
-                            ports[i].recycle(frame);
-                        }
-                        Verdict::Consumed | Verdict::Drop(_) => ports[i].recycle(frame),
-                    }
-                }
-            }
-            ports[i].flush(BATCH);
-            ports[i].refill(BATCH);
-        }
-        if let Some(from) = &monitor.from {
-            for mut frame in from.try_iter().take(BATCH) {
-                match worker.route_monitor_frame(&mut frame, None) {
-                    Some(out) => {
-                        if let Some(p) = ports.get_mut(out) {
-                            p.send_copy(&frame);
-                        }
-                    }
-                    None => {
-                        for (out, port) in ports.iter_mut().enumerate() {
-                            worker.route_monitor_frame(&mut frame, Some(out));
-                            port.send_copy(&frame);
-                        }
-                    }
-                }
-            }
-        }
-        worker.drain_outbox(|out, bytes| {
-            if let Some(p) = ports.get_mut(out) {
-                p.send_copy(bytes);
-            }
-        });
-        for p in &mut ports {
-            p.flush(BATCH);
-        }
-        // Idle: back off to short sleeps so a lab sharing its cores stays usable.
-        if received == 0 {
-            idle_rounds = idle_rounds.saturating_add(1);
-            if idle_rounds > 64 {
-                std::thread::sleep(Duration::from_micros(if idle_rounds > 10_000 {
-                    500
-                } else {
-                    50
-                }));
-            }
-        } else {
-            idle_rounds = 0;
-        }
-    }
-    for p in &ports {
-        if p.tx_lost > 0 {
-            eprintln!("fulcrumd: worker {}: {p:?}", worker.id());
-        }
-    }
-    worker
 }
 
 #[cfg(test)]

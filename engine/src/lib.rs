@@ -21,6 +21,7 @@ pub mod control;
 pub mod counters;
 pub mod daemon;
 pub mod drain;
+pub mod error;
 pub mod flow;
 /// What the monitor core publishes (lives in the monitors crate).
 pub use monitors::publish as health;

@@ -87,6 +87,14 @@ pub fn render(control: &Control) -> String {
             })
             .inc_by(n);
     }
+    let lost = control.health.frames_lost();
+    if lost > 0 {
+        drops
+            .get_or_create(&ReasonLabels {
+                reason: "monitor core ring full".to_owned(),
+            })
+            .inc_by(lost);
+    }
     registry.register("service_hits", "New connections sent to the service", hits);
     registry.register(
         "service_packets",

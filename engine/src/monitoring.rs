@@ -180,11 +180,13 @@ pub fn spawn(
                 now(),
             );
             core.set_targets(targets(&control.config(), &tables), now());
+            control.monitor_follows(tables.generation);
             while !stop.load(Ordering::Relaxed) {
                 let current = control.published.load_full();
                 if !Arc::ptr_eq(&current, &tables) {
                     tables = current;
                     core.set_targets(targets(&control.config(), &tables), now());
+                    control.monitor_follows(tables.generation);
                 }
                 core.poll(now());
                 // Wake for the next frame (a reply is timed on arrival) or the next ms.

@@ -19,6 +19,9 @@ const WAYS: usize = 4;
 /// timeout).
 const TICK_S: u64 = 4;
 
+/// Sessions a vserver with SOURCEIP persistence keeps (8 bytes each).
+pub const SESSIONS_PER_VSERVER: usize = 1 << 16;
+
 /// The persistence sessions of one vserver.
 #[derive(Debug)]
 pub struct PersistTable {

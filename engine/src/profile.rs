@@ -1,7 +1,7 @@
 //! Hardware profiles (SPEC §6): which cores do what, which NIC queues to own, ring and UMEM
 //! sizes. Deserialized strictly (unknown keys are errors) and validated into a [`HwProfile`].
 
-use std::fmt;
+use crate::error::EngineError;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -71,32 +71,21 @@ fn default_max_services() -> u32 {
     4096
 }
 
-#[derive(Debug)]
-pub struct ProfileError(pub String);
-
-impl fmt::Display for ProfileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ProfileError {}
-
 impl HwProfile {
-    pub fn from_toml(text: &str) -> Result<Self, ProfileError> {
-        let p: Self = toml::from_str(text).map_err(|e| ProfileError(e.to_string()))?;
+    pub fn from_toml(text: &str) -> Result<Self, EngineError> {
+        let p: Self = toml::from_str(text).map_err(|e| EngineError::Profile(e.to_string()))?;
         p.validate()?;
         Ok(p)
     }
 
-    pub fn load(path: &Path) -> Result<Self, ProfileError> {
+    pub fn load(path: &Path) -> Result<Self, EngineError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| ProfileError(format!("{}: {e}", path.display())))?;
-        Self::from_toml(&text).map_err(|e| ProfileError(format!("{}: {e}", path.display())))
+            .map_err(|e| EngineError::Profile(format!("{}: {e}", path.display())))?;
+        Self::from_toml(&text).map_err(|e| EngineError::Profile(format!("{}: {e}", path.display())))
     }
 
-    fn validate(&self) -> Result<(), ProfileError> {
-        let fail = |m: String| Err(ProfileError(m));
+    fn validate(&self) -> Result<(), EngineError> {
+        let fail = |m: String| Err(EngineError::Profile(m));
         if self.cores.workers.is_empty() {
             return fail("cores.workers lists no CPU".into());
         }
@@ -189,7 +178,7 @@ per_worker = 1048576
         assert!(HwProfile::from_toml(&MINIMAL.replace("[flows]", "colour = 1\n[flows]")).is_err());
         let e = HwProfile::from_toml(&MINIMAL.replace("zero_copy = false", "zero_copy = true"))
             .unwrap_err();
-        assert!(e.0.contains("zero_copy"), "{e}");
+        assert!(e.to_string().contains("zero_copy"), "{e}");
         assert!(HwProfile::from_toml(&MINIMAL.replace("workers = [1]", "workers = []")).is_err());
         assert!(HwProfile::from_toml(&MINIMAL.replace("frames = 8192", "frames = 100")).is_err());
     }

@@ -1,7 +1,7 @@
-//! `fulcrumd replay`: the worker over frames from a pcap file instead of AF_XDP — the
-//! in-memory port. Every frame of the input is received on port 0 at its capture time; every
-//! frame the worker sends (rewritten frames, ARP answers, its own ARP requests) is written to
-//! the output with the time of the frame that caused it.
+//! `fulcrumd replay`: the worker's run loop over the in-memory port, fed from a pcap file
+//! instead of AF_XDP. Every frame of the input is received on port 0 at its capture time;
+//! every frame the loop sends (rewritten frames, ARP answers, its own ARP requests and RSTs)
+//! is written to the output with the time of the round that sent it.
 
 use std::fmt;
 use std::io::{Read, Write};
@@ -12,11 +12,13 @@ use ctl::conf::Config;
 use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
 
 use crate::counters::Counters;
+use crate::error::EngineError;
 use crate::health::ServiceHealth;
+use crate::persist::SESSIONS_PER_VSERVER;
 use crate::tables::{ServiceIds, Tables};
-use crate::verdict::{DropCounters, Verdict};
+use crate::verdict::DropCounters;
 use crate::wire::Mac;
-use crate::worker::{Worker, WorkerSetup, WorkerStats};
+use crate::worker::{MemPort, MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
 
 /// The MAC address the in-memory port uses unless told otherwise.
 pub const DEFAULT_MAC: Mac = [0x02, 0xf1, 0x00, 0x00, 0x00, 0x01];
@@ -47,19 +49,8 @@ impl fmt::Display for ReplayReport {
     }
 }
 
-#[derive(Debug)]
-pub struct ReplayError(pub String);
-
-impl fmt::Display for ReplayError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ReplayError {}
-
-fn err(e: impl fmt::Display) -> ReplayError {
-    ReplayError(e.to_string())
+fn pcap_error(e: impl fmt::Display) -> EngineError {
+    EngineError::Pcap(e.to_string())
 }
 
 pub fn replay(
@@ -67,18 +58,17 @@ pub fn replay(
     mac: Mac,
     input: impl Read,
     output: impl Write,
-) -> Result<ReplayReport, ReplayError> {
+) -> Result<ReplayReport, EngineError> {
     let mut ids = ServiceIds::default();
     let mut tables = Tables::build(config, &mut ids, 1);
-    tables.attach_persistence(
-        &mut std::collections::HashMap::new(),
-        crate::control::PERSIST_SESSIONS,
-    );
+    tables.attach_persistence(&mut std::collections::HashMap::new(), SESSIONS_PER_VSERVER);
     let tables = Arc::new(tables);
     let services = tables.services.len().max(1);
     let (counters, mut writers) = Counters::new(1, services);
-    let writer = writers.pop().ok_or_else(|| err("no counter writer"))?;
-    let mut worker = Worker::new(WorkerSetup {
+    let writer = writers
+        .pop()
+        .ok_or_else(|| EngineError::Capacity("no counter writer".into()))?;
+    let worker = Worker::new(WorkerSetup {
         id: 0,
         workers: 1,
         macs: vec![mac],
@@ -88,43 +78,45 @@ pub fn replay(
         health: Arc::new(ServiceHealth::new(services)),
         tables,
     });
-    let mut reader = PcapReader::new(input).map_err(err)?;
-    let mut out = PcapWriter::new(output).map_err(err)?;
+    let mut runner = Runner::new(worker, vec![MemPort::default()], MonitorRings::default());
+    let mut reader = PcapReader::new(input).map_err(pcap_error)?;
+    let mut out = PcapWriter::new(output).map_err(pcap_error)?;
     let mut frames_in = 0;
     let mut frames_out = 0;
-    let mut buf = Vec::with_capacity(2048);
+    let mut ts = Duration::ZERO;
     while let Some(packet) = reader.next_packet() {
-        let packet = packet.map_err(err)?;
-        let ts: Duration = packet.timestamp;
-        let now_ms = ts.as_millis() as u64;
+        let packet = packet.map_err(pcap_error)?;
+        ts = packet.timestamp;
         frames_in += 1;
-        buf.clear();
-        buf.extend_from_slice(&packet.data);
-        worker.housekeeping(now_ms);
-        let mut own = Vec::new();
-        worker.drain_outbox(|_, f| own.push(f.to_vec()));
-        for f in &own {
-            out.write_packet(&PcapPacket::new(ts, f.len() as u32, f))
-                .map_err(err)?;
-            frames_out += 1;
-        }
-        if let Verdict::Tx { .. } = worker.process(now_ms, 0, &mut buf) {
-            out.write_packet(&PcapPacket::new(ts, buf.len() as u32, &buf))
-                .map_err(err)?;
-            frames_out += 1;
-        }
+        let port = runner.port_mut(0).ok_or_else(|| pcap_error("no port"))?;
+        port.inject(packet.data.into_owned());
+        runner.poll(ts.as_millis() as u64);
+        frames_out += write_sent(&mut runner, &mut out, ts)?;
     }
-    let mut own = Vec::new();
-    worker.drain_outbox(|_, f| own.push(f.to_vec()));
-    frames_out += own.len() as u64;
-    for f in &own {
-        out.write_packet(&PcapPacket::new(Duration::ZERO, f.len() as u32, f))
-            .map_err(err)?;
-    }
+    // One more round sends what the last frame left in the outbox.
+    runner.poll(ts.as_millis() as u64);
+    frames_out += write_sent(&mut runner, &mut out, ts)?;
+    let (worker, _) = runner.into_parts();
     Ok(ReplayReport {
         frames_in,
         frames_out,
         stats: worker.stats,
-        drops: worker.drops.clone(),
+        drops: worker.drops,
     })
+}
+
+fn write_sent(
+    runner: &mut Runner<MemPort>,
+    out: &mut PcapWriter<impl Write>,
+    ts: Duration,
+) -> Result<u64, EngineError> {
+    let sent = runner
+        .port_mut(0)
+        .map(MemPort::take_sent)
+        .unwrap_or_default();
+    for f in &sent {
+        out.write_packet(&PcapPacket::new(ts, f.len() as u32, f))
+            .map_err(pcap_error)?;
+    }
+    Ok(sent.len() as u64)
 }

@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use ctl::conf::{Config, IpType, Transport};
+use ctl::conf::{Config, IpType, LbMethod, Transport};
 use ctl::value::Port;
 
 use crate::flow::Timeouts;
-use crate::lb::{Member, Method, Pool, ServiceId, member_seed};
+use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
 use crate::persist::PersistTable;
 use crate::wire::Proto;
 
@@ -27,7 +27,6 @@ pub struct RtService {
     pub addr: Ipv4Addr,
     /// `None` for port `*`: the client's destination port is kept.
     pub port: Option<u16>,
-    pub transport: Transport,
     /// The service and its server are enabled.
     pub enabled: bool,
     /// The SNIP that sources traffic to the service, and the next hop toward it; `None`
@@ -47,7 +46,6 @@ pub struct RtVserver {
     pub name: String,
     pub vip: Ipv4Addr,
     pub port: Option<u16>,
-    pub transport: Transport,
     pub enabled: bool,
     pub pool: Pool,
     /// SOURCEIP persistence: how long a session lasts, in seconds (`None`: no persistence).
@@ -57,37 +55,131 @@ pub struct RtVserver {
     pub persist: Option<Arc<PersistTable>>,
 }
 
+/// What an address of ours is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalKind {
+    /// Sources traffic to services and the monitor core's probes.
+    Snip,
+    /// Clients connect to it.
+    Vip,
+}
+
+impl From<IpType> for LocalKind {
+    fn from(t: IpType) -> Self {
+        match t {
+            IpType::Snip => Self::Snip,
+            IpType::Vip => Self::Vip,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalIp {
     pub addr: Ipv4Addr,
     pub mask: u32,
-    pub kind: IpType,
+    pub kind: LocalKind,
 }
 
-/// Service name → id (and vserver name → id), kept by the control plane across generations.
+/// Names → small integer ids, reused once free (katran's manner): an id leaves a name that
+/// is gone at some generation, waits while anything may still use it, then goes to the next
+/// new name.
+#[derive(Clone, Debug, Default)]
+struct IdPool {
+    ids: HashMap<String, u32>,
+    next: u32,
+    /// Ids of names gone, with the generation that dropped them.
+    retired: Vec<(u32, u64)>,
+    free: Vec<u32>,
+}
+
+impl IdPool {
+    fn get(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        });
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    /// Retires the ids of names `keep` refuses, as of `generation`.
+    fn retire_unless(&mut self, keep: impl Fn(&str) -> bool, generation: u64) {
+        let retired = &mut self.retired;
+        self.ids.retain(|name, id| {
+            let kept = keep(name);
+            if !kept {
+                retired.push((*id, generation));
+            }
+            kept
+        });
+    }
+
+    /// Frees the retired ids `safe` (given the id and the generation that retired it)
+    /// allows; returns them.
+    fn recycle(&mut self, mut safe: impl FnMut(u32, u64) -> bool) -> Vec<u32> {
+        let mut freed = Vec::new();
+        self.retired.retain(|&(id, generation)| {
+            let free = safe(id, generation);
+            if free {
+                freed.push(id);
+            }
+            !free
+        });
+        self.free.extend(freed.iter().copied());
+        // Lowest ids first: tables stay short.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        freed
+    }
+}
+
+/// Service name → id and vserver name → id, kept by the control plane across generations.
+/// An id is never given to another name while a flow, a counter window or a worker's (or the
+/// monitor core's) tables may still refer to it; see [`ServiceIds::recycle`].
 #[derive(Clone, Debug, Default)]
 pub struct ServiceIds {
-    ids: HashMap<String, ServiceId>,
-    vservers: HashMap<String, u32>,
+    services: IdPool,
+    vservers: IdPool,
+}
+
+/// What the ids freed by one [`ServiceIds::recycle`] were.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recycled {
+    pub services: Vec<ServiceId>,
+    pub vservers: Vec<u32>,
 }
 
 impl ServiceIds {
     pub fn vserver(&mut self, name: &str) -> u32 {
-        let next = self.vservers.len() as u32;
-        *self.vservers.entry(name.to_owned()).or_insert(next)
+        self.vservers.get(name)
     }
 
     pub fn id(&mut self, name: &str) -> ServiceId {
-        let next = self.ids.len() as ServiceId;
-        *self.ids.entry(name.to_owned()).or_insert(next)
+        self.services.get(name)
     }
 
+    /// Services with an id now.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.services.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.services.ids.is_empty()
+    }
+
+    /// Frees retired service ids that `service_safe` allows and vserver ids that
+    /// `vserver_safe` allows (each given the id and the generation that retired it).
+    pub fn recycle(
+        &mut self,
+        service_safe: impl FnMut(ServiceId, u64) -> bool,
+        vserver_safe: impl FnMut(u32, u64) -> bool,
+    ) -> Recycled {
+        Recycled {
+            services: self.services.recycle(service_safe),
+            vservers: self.vservers.recycle(vserver_safe),
+        }
     }
 }
 
@@ -115,6 +207,23 @@ fn protos(t: Transport) -> &'static [Proto] {
     }
 }
 
+/// The selection core's method for a configured `-lbMethod`.
+pub fn method_of(m: LbMethod) -> Method {
+    use LbMethod as L;
+    match m {
+        L::RoundRobin => Method::RoundRobin,
+        L::LeastConnection => Method::LeastConnection,
+        L::Lrtm => Method::Lrtm,
+        L::LeastPackets => Method::LeastPackets,
+        L::LeastBandwidth => Method::LeastBandwidth,
+        L::CustomLoad => Method::CustomLoad,
+        L::SourceIpHash => Method::Hash(HashKey::SourceIp),
+        L::DestinationIpHash => Method::Hash(HashKey::DestinationIp),
+        L::SrcIpDestIpHash => Method::Hash(HashKey::SrcIpDestIp),
+        L::SrcIpSrcPortHash => Method::Hash(HashKey::SrcIpSrcPort),
+    }
+}
+
 impl Tables {
     pub fn build(config: &Config, ids: &mut ServiceIds, generation: u64) -> Self {
         let local: Vec<LocalIp> = config
@@ -123,18 +232,18 @@ impl Tables {
             .map(|ip| LocalIp {
                 addr: ip.addr,
                 mask: ip.netmask.bits(),
-                kind: ip.settings.kind,
+                kind: ip.settings.kind.into(),
             })
             .chain(config.vservers.values().filter_map(|v| match v.vip {
                 Some((IpAddr::V4(addr), _)) => Some(LocalIp {
                     addr,
                     mask: u32::MAX,
-                    kind: IpType::Vip,
+                    kind: LocalKind::Vip,
                 }),
                 _ => None,
             }))
             .collect();
-        let snips: Vec<&LocalIp> = local.iter().filter(|l| l.kind == IpType::Snip).collect();
+        let snips: Vec<&LocalIp> = local.iter().filter(|l| l.kind == LocalKind::Snip).collect();
         let snip_for = |hop: Ipv4Addr| {
             snips
                 .iter()
@@ -176,7 +285,6 @@ impl Tables {
                     Port::Any => None,
                     Port::Number(p) => Some(p),
                 },
-                transport: s.service_type.transport(),
                 enabled,
                 path: path_to(addr),
                 timeouts: Timeouts {
@@ -220,7 +328,7 @@ impl Tables {
                     })
                 })
                 .collect();
-            let mut pool = Pool::new(Method::from(v.settings.lb_method), members);
+            let mut pool = Pool::new(method_of(v.settings.lb_method), members);
             if let Some(mask) = v.settings.netmask {
                 pool = pool.with_hash_mask(mask.bits());
             }
@@ -244,7 +352,6 @@ impl Tables {
                 name: v.name.0.clone(),
                 vip,
                 port,
-                transport: v.service_type.transport(),
                 enabled: v.settings.state.is_enabled(),
                 pool,
                 persist_timeout_s: (v.settings.persistence_type
@@ -253,6 +360,10 @@ impl Tables {
                 persist: None,
             });
         }
+        ids.services
+            .retire_unless(|name| config.services.contains_key(name), generation);
+        ids.vservers
+            .retire_unless(|name| config.vservers.contains_key(name), generation);
         Self {
             generation,
             services,
@@ -321,7 +432,7 @@ impl Tables {
 
     /// SNIPs (sources of ARP requests and of traffic to services).
     pub fn snips(&self) -> impl Iterator<Item = &LocalIp> {
-        self.local.iter().filter(|l| l.kind == IpType::Snip)
+        self.local.iter().filter(|l| l.kind == LocalKind::Snip)
     }
 
     /// The SNIP to ask from when looking for `ip` (the one whose subnet holds it).

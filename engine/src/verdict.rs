@@ -41,10 +41,16 @@ pub enum DropReason {
     /// Of a flow flushed because its service went DOWN or out of service (downStateFlush);
     /// TCP peers were sent RSTs.
     Flushed,
+    /// A TCP or UDP checksum that neither verifies nor is a partial (offload) checksum.
+    BadChecksum,
+    /// For the monitor core, whose ring was full.
+    MonitorRingFull,
+    /// To send, but the port's transmit queue or its free frames ran out.
+    TxFull,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 21] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -63,6 +69,9 @@ impl DropReason {
         Self::Ignored,
         Self::NoMonitorCore,
         Self::Flushed,
+        Self::BadChecksum,
+        Self::MonitorRingFull,
+        Self::TxFull,
     ];
 
     pub fn index(self) -> usize {
@@ -91,6 +100,9 @@ impl fmt::Display for DropReason {
             Self::Ignored => "ignored",
             Self::NoMonitorCore => "no monitor core",
             Self::Flushed => "flushed (service down)",
+            Self::BadChecksum => "bad checksum",
+            Self::MonitorRingFull => "monitor ring full",
+            Self::TxFull => "transmit queue full",
         })
     }
 }

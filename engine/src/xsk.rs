@@ -13,28 +13,19 @@ use afxdp::PENDING_LEN;
 use afxdp::buf::Buf;
 use afxdp::buf_mmap::BufMmap;
 use afxdp::mmap_area::{MmapArea, MmapAreaOptions};
-use afxdp::socket::{Socket, SocketOptions, SocketRx, SocketTx};
+use afxdp::socket::{Socket, SocketNewError, SocketOptions, SocketRx, SocketTx};
 use afxdp::umem::{Umem, UmemCompletionQueue, UmemFillQueue};
 use arraydeque::{ArrayDeque, Wrapping};
 
+use crate::error::EngineError;
 use crate::profile::XdpMode;
+use crate::worker::{FrameBuf, Port};
 
 pub type Frame = BufMmap<'static, ()>;
 
 /// Frames the kernel sends per wakeup of a copy-mode socket (`TX_BATCH_SIZE` in xsk.c).
 const COPY_MODE_TX_BATCH: usize = 32;
 type Queue = ArrayDeque<[Frame; PENDING_LEN], Wrapping>;
-
-#[derive(Debug)]
-pub struct XskError(pub String);
-
-impl fmt::Display for XskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for XskError {}
 
 /// One AF_XDP socket with its own UMEM. Fields drop in order: sockets before the UMEM,
 /// the UMEM before the memory it maps.
@@ -52,8 +43,8 @@ pub struct XskPort {
     _umem: Arc<Umem<'static, ()>>,
     _area: Arc<MmapArea<'static, ()>>,
     fill_target: usize,
-    /// Frames that could not be sent: no free UMEM frame, or the TX queue overflowed.
-    pub tx_lost: u64,
+    /// Fill or completion ring calls that failed (the frames stay on the free list).
+    pub fill_errors: u64,
 }
 
 impl fmt::Debug for XskPort {
@@ -81,9 +72,12 @@ pub struct XskConfig {
 }
 
 impl XskPort {
-    pub fn open(c: &XskConfig) -> Result<Self, XskError> {
-        let fail = |what: &str, e: &dyn fmt::Debug| {
-            XskError(format!("{} queue {}: {what}: {e:?}", c.ifname, c.queue))
+    pub fn open(c: &XskConfig) -> Result<Self, EngineError> {
+        let fail = |what: &'static str, e: &dyn fmt::Debug| EngineError::Xsk {
+            ifname: c.ifname.clone(),
+            queue: c.queue,
+            what,
+            detail: format!("{e:?}"),
         };
         let (area, frames) = MmapArea::<'static, ()>::new(
             c.frames,
@@ -108,11 +102,17 @@ impl XskPort {
             c.ring_size,
             options,
         )
-        .map_err(|e| match format!("{e:?}") {
-            s if s.contains("Os { code: 16") || s.contains("EBUSY") => XskError(format!(
-                "{} queue {} is already in use (another fulcrumd or AF_XDP program?)",
-                c.ifname, c.queue
-            )),
+        .map_err(|e| match &e {
+            // libbpf returns negative errno values.
+            SocketNewError::Create(io) if io.raw_os_error().map(i32::abs) == Some(libc::EBUSY) => {
+                EngineError::PortBusy {
+                    ifname: c.ifname.clone(),
+                    detail: format!(
+                        "queue {} is already in use (another fulcrumd or AF_XDP program?)",
+                        c.queue
+                    ),
+                }
+            }
             _ => fail("cannot create the AF_XDP socket", &e),
         })?;
         let mut port = Self {
@@ -129,78 +129,11 @@ impl XskPort {
             _umem: umem,
             _area: area,
             fill_target: c.ring_size as usize,
-            tx_lost: 0,
+            fill_errors: 0,
         };
-        port.refill(port.fill_target);
+        let target = port.fill_target;
+        port.refill(target);
         Ok(port)
-    }
-
-    /// Takes back frames the kernel finished sending.
-    pub fn reclaim(&mut self, budget: usize) {
-        let room = self.free.capacity() - self.free.len();
-        let _ = self.completion.service(&mut self.free, budget.min(room));
-    }
-
-    /// Receives up to `budget` frames into the RX queue; returns how many.
-    pub fn receive(&mut self, budget: usize) -> usize {
-        self.rx
-            .try_recv(&mut self.rx_queue, budget, ())
-            .unwrap_or(0)
-    }
-
-    /// The next received frame.
-    pub fn next_rx(&mut self) -> Option<Frame> {
-        self.rx_queue.pop_front()
-    }
-
-    /// Queues a frame (received on this port) for transmission.
-    pub fn queue_tx(&mut self, frame: Frame) {
-        // A full (wrapping) queue hands back its oldest frame: that one is dropped, but the
-        // frame itself is never lost to the UMEM.
-        if let Some(oldest) = self.tx_queue.push_back(frame) {
-            self.free.push(oldest);
-            self.tx_lost += 1;
-        }
-    }
-
-    /// Returns a frame to the free list.
-    pub fn recycle(&mut self, frame: Frame) {
-        self.free.push(frame);
-    }
-
-    /// Copies `bytes` into a free frame of this port and queues it; false when none is free.
-    pub fn send_copy(&mut self, bytes: &[u8]) -> bool {
-        let Some(mut f) = self.free.pop() else {
-            self.tx_lost += 1;
-            return false;
-        };
-        let data = f.get_data_mut();
-        if bytes.len() > data.len() {
-            self.free.push(f);
-            return false;
-        }
-        data[..bytes.len()].copy_from_slice(bytes);
-        f.set_len(bytes.len() as u16);
-        self.queue_tx(f);
-        true
-    }
-
-    /// Hands queued frames to the kernel.
-    pub fn flush(&mut self, budget: usize) {
-        let sent = self.tx.try_send(&mut self.tx_queue, budget).unwrap_or(0);
-        // In copy mode the kernel transmits at most 32 descriptors per wakeup (TX_BATCH_SIZE)
-        // and `try_send` wakes it once; a poll drives transmission too, so add one per 32 more.
-        for _ in 0..sent / COPY_MODE_TX_BATCH {
-            self.rx.wake();
-        }
-    }
-
-    /// Tops the fill ring up so the kernel has frames to receive into.
-    pub fn refill(&mut self, budget: usize) {
-        let _ = self.fill.fill(&mut self.free, budget.min(self.fill_target));
-        if self.fill.needs_wakeup() {
-            self.rx.wake();
-        }
     }
 }
 
@@ -213,41 +146,141 @@ pub fn frame_bytes(f: &mut Frame) -> &mut [u8] {
 }
 
 /// Removes the XDP program from `ifname` (libbpf leaves it attached when sockets close).
-pub fn detach_xdp(ifname: &str) -> Result<(), XskError> {
-    let name =
-        CString::new(ifname).map_err(|_| XskError(format!("bad interface name {ifname:?}")))?;
+pub fn detach_xdp(ifname: &str) -> Result<(), EngineError> {
+    let name = CString::new(ifname).map_err(|_| EngineError::NoSuchInterface(ifname.to_owned()))?;
     // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
     if index == 0 {
-        return Err(XskError(format!("{ifname}: no such interface")));
+        return Err(EngineError::NoSuchInterface(ifname.to_owned()));
     }
     // SAFETY: plain netlink request through libbpf; fd -1 means "detach"; no memory is shared.
     let rc = unsafe { libbpf_sys::bpf_set_link_xdp_fd(index as i32, -1, 0) };
     if rc != 0 {
-        return Err(XskError(format!(
-            "{ifname}: cannot detach the XDP program (error {rc})"
-        )));
+        return Err(EngineError::Xsk {
+            ifname: ifname.to_owned(),
+            queue: 0,
+            what: "cannot detach the XDP program",
+            detail: std::io::Error::from_raw_os_error(rc.abs()).to_string(),
+        });
     }
     Ok(())
 }
 
 /// The MAC address of an interface.
-pub fn mac_of(ifname: &str) -> Result<crate::wire::Mac, XskError> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{ifname}/address"))
-        .map_err(|e| XskError(format!("{ifname}: {e}")))?;
+pub fn mac_of(ifname: &str) -> Result<crate::wire::Mac, EngineError> {
+    let path = format!("/sys/class/net/{ifname}/address");
+    let text = std::fs::read_to_string(&path).map_err(|e| EngineError::io(&path, e))?;
+    let unreadable = || EngineError::io(&path, std::io::ErrorKind::InvalidData.into());
     let mut mac = [0u8; 6];
     let parts: Vec<&str> = text.trim().split(':').collect();
     if parts.len() != 6 {
-        return Err(XskError(format!("{ifname}: unreadable MAC {text:?}")));
+        return Err(unreadable());
     }
     for (m, p) in mac.iter_mut().zip(parts) {
-        *m = u8::from_str_radix(p, 16)
-            .map_err(|_| XskError(format!("{ifname}: unreadable MAC {text:?}")))?;
+        *m = u8::from_str_radix(p, 16).map_err(|_| unreadable())?;
     }
     Ok(mac)
 }
 
-impl crate::worker::FrameBuf for Frame {
+/// Whether frames received on `ifname` can hold partial checksums: on virtual devices (veth
+/// and the like, which have no `device` in sysfs) a local sender's checksum offload leaves
+/// them to the receiver, and so can a virtio host; frames from a physical NIC's wire always
+/// carry complete ones.
+pub fn may_carry_partial_checksums(ifname: &str) -> bool {
+    let driver = std::fs::read_link(format!("/sys/class/net/{ifname}/device/driver"));
+    match driver {
+        Ok(link) => link.file_name().is_some_and(|d| d == "virtio_net"),
+        Err(_) => true,
+    }
+}
+
+impl Port for XskPort {
+    type Frame = Frame;
+
+    /// Takes back frames the kernel finished sending.
+    fn reclaim(&mut self, budget: usize) {
+        let room = self.free.capacity() - self.free.len();
+        if self
+            .completion
+            .service(&mut self.free, budget.min(room))
+            .is_err()
+        {
+            self.fill_errors += 1;
+        }
+    }
+
+    /// Receives up to `budget` frames into the RX queue; returns how many.
+    fn receive(&mut self, budget: usize) -> usize {
+        self.rx
+            .try_recv(&mut self.rx_queue, budget, ())
+            .unwrap_or(0)
+    }
+
+    /// The next received frame.
+    fn next_rx(&mut self) -> Option<Frame> {
+        self.rx_queue.pop_front()
+    }
+
+    /// Queues a frame (received on this port) for transmission.
+    fn queue_tx(&mut self, frame: Frame) -> bool {
+        // A full (wrapping) queue hands back its oldest frame: that one is dropped, but the
+        // frame itself is never lost to the UMEM.
+        match self.tx_queue.push_back(frame) {
+            Some(oldest) => {
+                self.free.push(oldest);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Returns a frame to the free list.
+    fn recycle(&mut self, frame: Frame) {
+        self.free.push(frame);
+    }
+
+    /// Copies `bytes` into a free frame of this port and queues it; false when none is free.
+    fn send_copy(&mut self, bytes: &[u8]) -> bool {
+        let Some(mut f) = self.free.pop() else {
+            return false;
+        };
+        let data = f.get_data_mut();
+        if bytes.len() > data.len() {
+            self.free.push(f);
+            return false;
+        }
+        data[..bytes.len()].copy_from_slice(bytes);
+        f.set_len(bytes.len() as u16);
+        self.queue_tx(f)
+    }
+
+    /// Hands queued frames to the kernel.
+    fn flush(&mut self, budget: usize) {
+        let sent = self.tx.try_send(&mut self.tx_queue, budget).unwrap_or(0);
+        // In copy mode the kernel transmits at most 32 descriptors per wakeup (TX_BATCH_SIZE)
+        // and `try_send` wakes it once; a poll drives transmission too, so add one per 32 more.
+        for _ in 0..sent / COPY_MODE_TX_BATCH {
+            self.rx.wake();
+        }
+    }
+
+    /// Tops the fill ring up so the kernel has frames to receive into (frames that do not
+    /// fit stay on the free list for the next call).
+    fn refill(&mut self, budget: usize) {
+        if self
+            .fill
+            .fill(&mut self.free, budget.min(self.fill_target))
+            .is_err()
+        {
+            self.fill_errors += 1;
+        }
+        if self.fill.needs_wakeup() {
+            self.rx.wake();
+        }
+    }
+}
+
+impl FrameBuf for Frame {
     fn bytes(&mut self) -> &mut [u8] {
         frame_bytes(self)
     }

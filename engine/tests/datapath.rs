@@ -713,3 +713,97 @@ fn idle_flows_of_a_down_service_are_flushed_by_the_sweep() {
         [(backend_mac(1), snat, service, 1)]
     );
 }
+
+/// What a sender with transmit checksum offload hands a veth: the TCP or UDP checksum field
+/// holds only the pseudo-header's folded sum (Linux's `CHECKSUM_PARTIAL`).
+fn make_partial(frame: &mut [u8]) {
+    let ip = Ipv4HeaderSlice::from_slice(&frame[14..]).unwrap();
+    let l4_len = usize::from(ip.total_len()) - usize::from(ip.ihl()) * 4;
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&ip.source());
+    pseudo.extend_from_slice(&ip.destination());
+    pseudo.extend_from_slice(&[0, ip.protocol().0]);
+    pseudo.extend_from_slice(&(l4_len as u16).to_be_bytes());
+    let folded = !engine::wire::checksum(&pseudo);
+    let at = if ip.protocol().0 == 6 {
+        34 + 16
+    } else {
+        34 + 6
+    };
+    frame[at..at + 2].copy_from_slice(&folded.to_be_bytes());
+}
+
+#[test]
+fn partial_checksums_from_offloading_senders_are_completed() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // TCP both ways: the client's SYN and the service's answer carry partial checksums.
+    let client = (CLIENT, 40_100);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    make_partial(&mut syn);
+    assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+    let (_, src, _, _) = tcp_out(&syn); // asserts a complete TCP checksum
+    let mut reply = tcp(backend_mac(1), (backend(1), 80), src, Flags::SynAck, b"");
+    make_partial(&mut reply);
+    assert_eq!(lab.run(&mut reply), Verdict::Tx { port: 0 });
+    tcp_out(&reply);
+    let mut data = tcp(
+        CLIENT_MAC,
+        client,
+        (VIP, 80),
+        Flags::Ack,
+        b"GET / HTTP/1.1\r\n\r\n",
+    );
+    make_partial(&mut data);
+    assert_eq!(lab.run(&mut data), Verdict::Tx { port: 0 });
+    let (_, _, _, payload) = tcp_out(&data);
+    assert_eq!(payload, b"GET / HTTP/1.1\r\n\r\n");
+    // UDP.
+    let mut q = udp(CLIENT_MAC, (CLIENT, 5354), (VIP, 53), b"query");
+    make_partial(&mut q);
+    assert_eq!(lab.run(&mut q), Verdict::Tx { port: 0 });
+    let ip = Ipv4HeaderSlice::from_slice(&q[14..]).unwrap();
+    let u = UdpHeaderSlice::from_slice(&q[34..]).unwrap();
+    assert_eq!(
+        u.checksum(),
+        u.to_header()
+            .calc_checksum_ipv4(&ip.to_header(), b"query")
+            .unwrap()
+    );
+}
+
+#[test]
+fn corrupted_checksums_are_dropped_and_counted() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let mut syn = tcp(CLIENT_MAC, (CLIENT, 40_200), (VIP, 80), Flags::Syn, b"x");
+    let last = syn.len() - 1;
+    syn[last] ^= 0x5a; // the payload changed after the checksum was computed
+    assert_eq!(lab.run(&mut syn), Verdict::Drop(DropReason::BadChecksum));
+    assert_eq!(lab.worker.drops.get(DropReason::BadChecksum), 1);
+    assert_eq!(
+        lab.worker.stats.flows_created, 0,
+        "no flow for a corrupted SYN"
+    );
+}
+
+#[test]
+fn monitor_frames_with_partial_checksums_reach_the_monitor_core_complete() {
+    let mut lab = Lab::new(CONFIG, 64);
+    lab.worker.attach_monitor();
+    let mut answer = tcp(
+        backend_mac(1),
+        (backend(1), 80),
+        (SNIP, 2000),
+        Flags::SynAck,
+        b"",
+    );
+    make_partial(&mut answer);
+    assert_eq!(lab.run(&mut answer), Verdict::ToMonitor);
+    tcp_out_checksums_only(&answer);
+}
+
+/// Asserts a TCP frame's checksums (whatever its MACs).
+fn tcp_out_checksums_only(f: &[u8]) {
+    let ip = Ipv4HeaderSlice::from_slice(&f[14..]).unwrap();
+    let tcp = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+    assert_eq!(tcp.checksum(), tcp.calc_checksum_ipv4(&ip, &[]).unwrap());
+}

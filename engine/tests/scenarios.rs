@@ -65,9 +65,9 @@ fn run(path: &Path) -> Result<(), Failed> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sc: Scenario = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let token = ctl::lex::Token::bare(sc.method.clone());
-    let method: Method = LbMethod::parse("method", std::slice::from_ref(&token))
-        .map_err(|e| e.to_string())?
-        .into();
+    let method: Method = engine::tables::method_of(
+        LbMethod::parse("method", std::slice::from_ref(&token)).map_err(|e| e.to_string())?,
+    );
     if matches!(method, Method::Hash(_)) {
         return Err(
             "hash methods depend on flow keys; scenario files cover the other methods".into(),

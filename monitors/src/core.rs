@@ -36,6 +36,8 @@ pub struct ChannelDevice {
     pub tx: Sender<Vec<u8>>,
     /// A frame taken while waiting, handed to the stack first.
     pub pending: Option<Vec<u8>>,
+    /// Frames lost to a full ring since the last [`ChannelDevice::take_lost`].
+    lost: std::cell::Cell<u64>,
 }
 
 impl ChannelDevice {
@@ -44,7 +46,13 @@ impl ChannelDevice {
             rx,
             tx,
             pending: None,
+            lost: std::cell::Cell::new(0),
         }
+    }
+
+    /// Frames lost to a full ring since the last call.
+    pub fn take_lost(&self) -> u64 {
+        self.lost.take()
     }
 
     /// Blocks until a frame arrives or `max` passes.
@@ -59,7 +67,10 @@ impl ChannelDevice {
 pub struct FrameRx(Vec<u8>);
 
 #[derive(Debug)]
-pub struct FrameTx<'a>(&'a Sender<Vec<u8>>);
+pub struct FrameTx<'a> {
+    tx: &'a Sender<Vec<u8>>,
+    lost: &'a std::cell::Cell<u64>,
+}
 
 impl RxToken for FrameRx {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
@@ -71,8 +82,10 @@ impl TxToken for FrameTx<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let mut frame = vec![0; len];
         let r = f(&mut frame);
-        // A full ring drops the frame: probes time out and retry, nothing blocks.
-        let _ = self.0.try_send(frame);
+        // A full ring drops the frame (counted): probes time out and retry, nothing blocks.
+        if self.tx.try_send(frame).is_err() {
+            self.lost.set(self.lost.get() + 1);
+        }
         r
     }
 }
@@ -85,11 +98,20 @@ impl Device for ChannelDevice {
         self.pending
             .take()
             .or_else(|| self.rx.try_recv().ok())
-            .map(|f| (FrameRx(f), FrameTx(&self.tx)))
+            .map(|f| {
+                let tx = FrameTx {
+                    tx: &self.tx,
+                    lost: &self.lost,
+                };
+                (FrameRx(f), tx)
+            })
     }
 
     fn transmit(&mut self, _: Instant) -> Option<FrameTx<'_>> {
-        Some(FrameTx(&self.tx))
+        Some(FrameTx {
+            tx: &self.tx,
+            lost: &self.lost,
+        })
     }
 
     fn capabilities(&self) -> DeviceCapabilities {
@@ -549,6 +571,7 @@ impl MonitorCore {
         }
         self.iface
             .poll(at(now), &mut self.device, &mut self.sockets);
+        self.health.count_lost_frames(self.device.take_lost());
     }
 
     /// After `start`: the binding runs, or (it failed to start) waits for its next time.

@@ -21,6 +21,8 @@ pub struct ServiceHealth {
     /// Probes the monitor core completed, passed and failed (before `-reverse`).
     probes_passed: AtomicU64,
     probes_failed: AtomicU64,
+    /// Frames the monitor core built but could not hand to the workers (ring full).
+    frames_lost: AtomicU64,
 }
 
 impl ServiceHealth {
@@ -33,7 +35,30 @@ impl ServiceHealth {
             load_excluded: (0..services).map(|_| AtomicBool::new(false)).collect(),
             probes_passed: AtomicU64::new(0),
             probes_failed: AtomicU64::new(0),
+            frames_lost: AtomicU64::new(0),
         }
+    }
+
+    /// Back to a new service's state (UP without monitors, no samples): for an id the
+    /// engine gives to another service once nothing refers to the old one.
+    pub fn reset(&self, s: ServiceId) {
+        self.set_up(s, true);
+        self.set_down(s, false);
+        self.set_response_time(s, None);
+        self.set_load(s, None);
+        self.set_load_excluded(s, false);
+    }
+
+    /// Frames of the monitor core's were lost: the ring to the workers was full.
+    pub fn count_lost_frames(&self, n: u64) {
+        if n > 0 {
+            self.frames_lost.fetch_add(n, Relaxed);
+        }
+    }
+
+    /// Frames the monitor core lost to a full ring.
+    pub fn frames_lost(&self) -> u64 {
+        self.frames_lost.load(Relaxed)
     }
 
     pub fn count_probe(&self, passed: bool) {

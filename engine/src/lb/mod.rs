@@ -46,24 +46,6 @@ pub enum Method {
     Hash(HashKey),
 }
 
-impl From<ctl::conf::LbMethod> for Method {
-    fn from(m: ctl::conf::LbMethod) -> Self {
-        use ctl::conf::LbMethod as L;
-        match m {
-            L::RoundRobin => Self::RoundRobin,
-            L::LeastConnection => Self::LeastConnection,
-            L::Lrtm => Self::Lrtm,
-            L::LeastPackets => Self::LeastPackets,
-            L::LeastBandwidth => Self::LeastBandwidth,
-            L::CustomLoad => Self::CustomLoad,
-            L::SourceIpHash => Self::Hash(HashKey::SourceIp),
-            L::DestinationIpHash => Self::Hash(HashKey::DestinationIp),
-            L::SrcIpDestIpHash => Self::Hash(HashKey::SrcIpDestIp),
-            L::SrcIpSrcPortHash => Self::Hash(HashKey::SrcIpSrcPort),
-        }
-    }
-}
-
 /// A service bound to a vserver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Member {

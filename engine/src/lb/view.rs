@@ -6,8 +6,13 @@ use super::ServiceId;
 /// per-core counters and the monitor core's published state; [`SnapshotView`] is a plain
 /// table for scenarios, replay and benchmarks.
 pub trait ServiceView {
-    /// UP, enabled, and (for CUSTOMLOAD) not over a metric threshold.
+    /// UP and enabled.
     fn is_candidate(&self, service: ServiceId) -> bool;
+    /// Over a LOAD monitor's metric threshold: left out of CUSTOMLOAD decisions only.
+    #[inline]
+    fn load_excluded(&self, _service: ServiceId) -> bool {
+        false
+    }
     /// Active transactions (open flows), summed over cores.
     fn active(&self, service: ServiceId) -> u64;
     /// Packets in the last 14 s.
@@ -19,10 +24,11 @@ pub trait ServiceView {
     /// CUSTOMLOAD load, `None` until the LOAD monitor has a sample.
     fn load(&self, service: ServiceId) -> Option<u64>;
 
-    /// The candidate check and one statistic in one lookup, for the selection loop.
+    /// The candidate check and one statistic, for the selection loop. Implementations
+    /// provide the parts; this one rule combines them.
     #[inline]
     fn sample(&self, service: ServiceId, stat: Stat) -> Sample {
-        if !self.is_candidate(service) {
+        if !self.is_candidate(service) || (stat == Stat::Load && self.load_excluded(service)) {
             return Sample::Skip;
         }
         let value = match stat {
@@ -104,19 +110,5 @@ impl ServiceView for SnapshotView {
     #[inline]
     fn load(&self, s: ServiceId) -> Option<u64> {
         self.get(s).and_then(|x| x.load)
-    }
-    #[inline]
-    fn sample(&self, s: ServiceId, stat: Stat) -> Sample {
-        let Some(x) = self.get(s).filter(|x| x.candidate) else {
-            return Sample::Skip;
-        };
-        let value = match stat {
-            Stat::Active => Some(x.active),
-            Stat::Packets => Some(x.packets),
-            Stat::Bytes => Some(x.bytes),
-            Stat::ResponseTime => x.response_time,
-            Stat::Load => x.load,
-        };
-        value.map_or(Sample::Missing, Sample::Value)
     }
 }

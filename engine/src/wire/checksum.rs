@@ -1,0 +1,102 @@
+//! The Internet checksum (RFC 1071): sums, the full checksum, incremental updates (RFC 1624)
+//! and the IPv4 pseudo-header of TCP and UDP.
+
+use std::net::Ipv4Addr;
+
+/// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded with
+/// zero), not yet folded. Words are taken four bytes at a time: 2¹⁶ ≡ 1 (mod 2¹⁶ − 1), so
+/// summing 32-bit words and folding gives the same result with half the additions.
+#[inline]
+pub fn sum(data: &[u8]) -> u64 {
+    let mut acc: u64 = 0;
+    let mut words = data.chunks_exact(4);
+    for w in &mut words {
+        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    acc + u64::from(u32::from_be_bytes(tail))
+}
+
+/// Folds a sum to 16 bits (end-around carry).
+#[inline]
+pub fn fold(mut s: u64) -> u16 {
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+/// The checksum of `data`: the complement of its folded sum.
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(sum(data))
+}
+
+/// The sum of the IPv4 pseudo-header TCP and UDP checksums cover.
+#[inline]
+pub fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16) -> u64 {
+    let mut header = [0u8; 12];
+    header[..4].copy_from_slice(&src.octets());
+    header[4..8].copy_from_slice(&dst.octets());
+    header[9] = protocol;
+    header[10..].copy_from_slice(&length.to_be_bytes());
+    sum(&header)
+}
+
+/// RFC 1624 eq. 3, `HC' = ~(~HC + ~m + m')`, word by word: the checksum after the `old`
+/// bytes (even length) became `new`.
+#[inline]
+pub fn adjust(checksum: u16, old: &[u8], new: &[u8]) -> u16 {
+    let word = |c: &[u8]| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
+    let mut s = u64::from(!checksum);
+    for (o, n) in old.chunks(2).zip(new.chunks(2)) {
+        s += u64::from(!word(o)) + u64::from(word(n));
+    }
+    !fold(s)
+}
+
+/// Whether two checksums are the same number in one's complement (0x0000 and 0xffff are
+/// both zero).
+#[inline]
+pub fn same(a: u16, b: u16) -> bool {
+    a == b || (a | b == 0xffff && (a == 0 || b == 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example of RFC 1071 §3.
+    #[test]
+    fn sums_the_rfc_1071_example() {
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(sum(&data)), 0xddf2);
+        assert_eq!(checksum(&data), !0xddf2);
+    }
+
+    #[test]
+    fn odd_lengths_pad_with_zero() {
+        assert_eq!(fold(sum(&[0x12, 0x34, 0x56])), 0x1234 + 0x5600);
+        assert_eq!(fold(sum(&[0xab])), 0xab00);
+        assert_eq!(fold(sum(&[])), 0);
+    }
+
+    #[test]
+    fn adjusting_equals_recomputing() {
+        let mut data =
+            *b"\x45\x00\x00\x3c\x1c\x46\x40\x00\x40\x06\x00\x00\xac\x10\x0a\x63\xac\x10\x0a\x0c";
+        let before = checksum(&data);
+        let old = [data[12], data[13], data[14], data[15]];
+        data[12..16].copy_from_slice(&[198, 18, 0, 2]);
+        let adjusted = adjust(before, &old, &data[12..16]);
+        assert!(same(adjusted, checksum(&data)));
+    }
+
+    #[test]
+    fn both_zeros_are_zero() {
+        assert!(same(0, 0xffff) && same(0xffff, 0) && same(7, 7));
+        assert!(!same(0, 7) && !same(0xfffe, 0));
+    }
+}

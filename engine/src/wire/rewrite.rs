@@ -1,0 +1,256 @@
+//! In-place edits of parsed frames: full NAT with incremental checksum updates (RFC 1624),
+//! the completion of partial transport checksums, echo and ARP replies, readdressing.
+//!
+//! Every function takes a frame [`parse`](super::parse) accepted; a frame too short for the
+//! edit is left as it is rather than indexed out of bounds.
+
+use std::net::Ipv4Addr;
+
+use super::ipv4::addr_pair;
+use super::{
+    Arp, ArpPacket, ETH_LEN, ETHERTYPE_ARP, EthernetFrame, IcmpPacket, Ipv4, Ipv4Packet, Mac,
+    OPERATION_REPLY, OPERATION_REQUEST, Proto, TcpPacket, UdpPacket, checksum, icmp,
+};
+
+/// The state of a TCP or UDP checksum as received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportChecksum {
+    /// Verifies (or is not checked: ICMP, ports that trust their frames).
+    Valid,
+    /// Holds only the pseudo-header's sum: the sender left the rest to checksum offload
+    /// (`CHECKSUM_PARTIAL` on veth and other virtual devices). It must be completed.
+    Partial,
+    /// A UDP datagram sent without a checksum.
+    Absent,
+    /// Neither complete nor partial: corrupted.
+    Bad,
+}
+
+pub fn set_macs(frame: &mut [u8], src: Mac, dst: Mac) {
+    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
+        eth.set_src_addr(src);
+        eth.set_dst_addr(dst);
+    }
+}
+
+/// The sender's MAC address (zero for a frame too short to have one).
+pub fn src_mac(frame: &[u8]) -> Mac {
+    EthernetFrame::new_checked(frame).map_or([0; 6], |eth| eth.src_addr())
+}
+
+/// The address an ARP request asks for.
+pub fn arp_target(frame: &[u8]) -> Option<Ipv4Addr> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    let arp = ArpPacket::new_checked(eth.payload()).ok()?;
+    (eth.ethertype() == ETHERTYPE_ARP && arp.operation() == OPERATION_REQUEST)
+        .then(|| arp.target_protocol_addr())
+}
+
+/// Sets the Ethernet `source` or `destination` of a frame, and the matching hardware address
+/// of an ARP packet in it (sender or target).
+pub fn readdress(frame: &mut [u8], mac: Mac, source: bool) {
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
+        return;
+    };
+    if source {
+        eth.set_src_addr(mac);
+    } else {
+        eth.set_dst_addr(mac);
+    }
+    if eth.ethertype() != ETHERTYPE_ARP {
+        return;
+    }
+    if let Ok(mut arp) = ArpPacket::new_checked(eth.payload_mut()) {
+        if source {
+            arp.set_sender_hardware_addr(mac);
+        } else {
+            arp.set_target_hardware_addr(mac);
+        }
+    }
+}
+
+fn ip_view(frame: &mut [u8]) -> Option<Ipv4Packet<&mut [u8]>> {
+    Ipv4Packet::new_checked(frame.get_mut(ETH_LEN..)?).ok()
+}
+
+/// The sum of the pseudo-header and the segment of a TCP or UDP packet.
+fn transport_sums<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> (u64, u64) {
+    let segment = ip.payload();
+    let pseudo = checksum::pseudo_header(
+        ip.src_addr(),
+        ip.dst_addr(),
+        ip.protocol(),
+        segment.len() as u16,
+    );
+    (pseudo, checksum::sum(segment))
+}
+
+/// Checks the transport checksum of a parsed frame (the cost is one pass over the segment).
+pub fn transport_checksum(frame: &[u8], p: &Ipv4) -> TransportChecksum {
+    let Some(ip) = frame
+        .get(ETH_LEN..)
+        .and_then(|b| Ipv4Packet::new_checked(b).ok())
+    else {
+        return TransportChecksum::Bad;
+    };
+    let field = match p.proto {
+        Proto::Icmp => return TransportChecksum::Valid,
+        Proto::Tcp => TcpPacket::new_checked(ip.payload()).map(|t| t.checksum()),
+        Proto::Udp => UdpPacket::new_checked(ip.payload()).map(|u| u.checksum()),
+    };
+    let Ok(field) = field else {
+        return TransportChecksum::Bad;
+    };
+    if p.proto == Proto::Udp && field == 0 {
+        return TransportChecksum::Absent;
+    }
+    let (pseudo, segment) = transport_sums(&ip);
+    if checksum::fold(pseudo + segment) == 0xffff {
+        TransportChecksum::Valid
+    } else if checksum::same(field, checksum::fold(pseudo)) {
+        TransportChecksum::Partial
+    } else {
+        TransportChecksum::Bad
+    }
+}
+
+/// Computes a TCP or UDP checksum afresh (for partial checksums, after the rewrite).
+pub fn complete_checksum(frame: &mut [u8], p: &Ipv4) {
+    let Some(mut ip) = ip_view(frame) else { return };
+    let cleared = match p.proto {
+        Proto::Tcp => TcpPacket::new_checked(ip.payload_mut()).map(|mut t| t.set_checksum(0)),
+        Proto::Udp => UdpPacket::new_checked(ip.payload_mut()).map(|mut u| u.clear_checksum()),
+        Proto::Icmp => return,
+    };
+    if cleared.is_err() {
+        return;
+    }
+    let (pseudo, segment) = transport_sums(&ip);
+    let sum = !checksum::fold(pseudo + segment);
+    // The views were checked just above: these succeed.
+    match p.proto {
+        Proto::Tcp => {
+            if let Ok(mut t) = TcpPacket::new_checked(ip.payload_mut()) {
+                t.set_checksum(sum);
+            }
+        }
+        Proto::Udp => {
+            if let Ok(mut u) = UdpPacket::new_checked(ip.payload_mut()) {
+                u.set_checksum(sum);
+            }
+        }
+        Proto::Icmp => {}
+    }
+}
+
+/// Full NAT rewrite: new source and destination address and port, TTL decremented; the IP
+/// checksum is adjusted for exactly the bytes that changed, and so is the transport checksum
+/// when it was complete; a partial one is completed.
+pub fn rewrite(
+    frame: &mut [u8],
+    p: &Ipv4,
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+    state: TransportChecksum,
+) {
+    let Some(mut ip) = ip_view(frame) else { return };
+    let old_addrs = addr_pair(ip.src_addr(), ip.dst_addr());
+    let new_addrs = addr_pair(src.0, dst.0);
+    ip.set_addrs_adjusting(src.0, dst.0);
+    ip.set_ttl_adjusting(ip.ttl().saturating_sub(1));
+    let mut new_ports = [0u8; 4];
+    new_ports[..2].copy_from_slice(&src.1.to_be_bytes());
+    new_ports[2..].copy_from_slice(&dst.1.to_be_bytes());
+    // The pseudo-header holds the addresses, so they count in the transport checksum too.
+    let adjust = |sum: u16, old_ports: &[u8; 4]| {
+        let s = checksum::adjust(sum, &old_addrs, &new_addrs);
+        checksum::adjust(s, old_ports, &new_ports)
+    };
+    let incremental = state == TransportChecksum::Valid || state == TransportChecksum::Bad;
+    match p.proto {
+        Proto::Icmp => return,
+        Proto::Tcp => {
+            let Ok(mut t) = TcpPacket::new_checked(ip.payload_mut()) else {
+                return;
+            };
+            let old_ports = t.ports_bytes();
+            t.set_src_port(src.1);
+            t.set_dst_port(dst.1);
+            if incremental {
+                t.set_checksum(adjust(t.checksum(), &old_ports));
+            }
+        }
+        Proto::Udp => {
+            let Ok(mut u) = UdpPacket::new_checked(ip.payload_mut()) else {
+                return;
+            };
+            let old_ports = u.ports_bytes();
+            u.set_src_port(src.1);
+            u.set_dst_port(dst.1);
+            if incremental && u.checksum() != 0 {
+                u.set_checksum(adjust(u.checksum(), &old_ports));
+            }
+        }
+    }
+    if state == TransportChecksum::Partial {
+        complete_checksum(frame, p);
+    }
+}
+
+/// A TCP segment's sequence and acknowledgement numbers and the sequence space it uses
+/// (payload, plus one each for SYN and FIN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpNumbers {
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+}
+
+/// The numbers of the TCP segment `p` parsed from `frame` (`None` if it is not TCP).
+pub fn tcp_numbers(frame: &[u8], p: &Ipv4) -> Option<TcpNumbers> {
+    if p.proto != Proto::Tcp {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(frame.get(ETH_LEN..)?).ok()?;
+    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+    let payload = ip.payload().len().saturating_sub(tcp.header_len()) as u32;
+    Some(TcpNumbers {
+        seq: tcp.seq_number(),
+        ack: tcp.ack_number(),
+        len: payload + u32::from(p.tcp.syn) + u32::from(p.tcp.fin),
+    })
+}
+
+/// Turns an ARP request for `our_ip` into the reply from `our_mac`, in place.
+pub fn arp_reply_in_place(frame: &mut [u8], arp: &Arp, our_mac: Mac) {
+    set_macs(frame, our_mac, arp.sender_mac);
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
+        return;
+    };
+    let Ok(mut a) = ArpPacket::new_checked(eth.payload_mut()) else {
+        return;
+    };
+    a.set_operation(OPERATION_REPLY);
+    a.set_sender_hardware_addr(our_mac);
+    a.set_sender_protocol_addr(arp.target_ip);
+    a.set_target_hardware_addr(arp.sender_mac);
+    a.set_target_protocol_addr(arp.sender_ip);
+}
+
+/// Turns an ICMP echo request into its reply, in place (addresses swapped, type 0).
+pub fn echo_reply_in_place(frame: &mut [u8], our_mac: Mac, peer_mac: Mac) {
+    set_macs(frame, our_mac, peer_mac);
+    let Some(mut ip) = ip_view(frame) else { return };
+    // Swapping the addresses leaves the IP checksum unchanged (same words, other order).
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    ip.set_src_addr(dst);
+    ip.set_dst_addr(src);
+    ip.set_ttl_adjusting(64);
+    let Ok(mut icmp) = IcmpPacket::new_checked(ip.payload_mut()) else {
+        return;
+    };
+    let old = [icmp.msg_type(), icmp.msg_code()];
+    icmp.set_msg_type(icmp::TYPE_ECHO_REPLY);
+    let sum = checksum::adjust(icmp.checksum(), &old, &[icmp::TYPE_ECHO_REPLY, old[1]]);
+    icmp.set_checksum(sum);
+}

@@ -1,0 +1,115 @@
+//! The TCP header (RFC 9293).
+
+use super::{DropReason, be16, be32, set_be16, set_be32};
+
+mod field {
+    use super::super::Field;
+    pub const SRC_PORT: Field = 0..2;
+    pub const DST_PORT: Field = 2..4;
+    /// Both ports, as they appear in checksum adjustments.
+    pub const PORTS: Field = 0..4;
+    pub const SEQ_NUM: Field = 4..8;
+    pub const ACK_NUM: Field = 8..12;
+    pub const DATA_OFFSET: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const WINDOW: Field = 14..16;
+    pub const CHECKSUM: Field = 16..18;
+    pub const MIN_HEADER_END: usize = 20;
+}
+
+pub const MIN_HEADER_LEN: usize = field::MIN_HEADER_END;
+pub const FLAG_RST: u8 = 0x04;
+pub const FLAG_ACK: u8 = 0x10;
+
+super::view!(
+    /// A byte view of a TCP segment.
+    TcpPacket
+);
+
+impl<T: AsRef<[u8]>> TcpPacket<T> {
+    /// `Truncated` when the buffer cannot hold the header its data offset gives;
+    /// `Malformed` for a data offset below 20 bytes.
+    pub fn check_len(&self) -> Result<(), DropReason> {
+        let len = self.buffer.as_ref().len();
+        if len < field::MIN_HEADER_END {
+            return Err(DropReason::Truncated);
+        }
+        let header = self.header_len();
+        if header < MIN_HEADER_LEN {
+            return Err(DropReason::Malformed);
+        }
+        if len < header {
+            return Err(DropReason::Truncated);
+        }
+        Ok(())
+    }
+
+    pub fn src_port(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::SRC_PORT)
+    }
+
+    pub fn dst_port(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::DST_PORT)
+    }
+
+    /// Both ports as they stand in the header.
+    pub fn ports_bytes(&self) -> [u8; 4] {
+        let b = &self.buffer.as_ref()[field::PORTS];
+        [b[0], b[1], b[2], b[3]]
+    }
+
+    pub fn seq_number(&self) -> u32 {
+        be32(self.buffer.as_ref(), field::SEQ_NUM)
+    }
+
+    pub fn ack_number(&self) -> u32 {
+        be32(self.buffer.as_ref(), field::ACK_NUM)
+    }
+
+    pub fn header_len(&self) -> usize {
+        usize::from(self.buffer.as_ref()[field::DATA_OFFSET] >> 4) * 4
+    }
+
+    pub fn flags(&self) -> u8 {
+        self.buffer.as_ref()[field::FLAGS]
+    }
+
+    pub fn checksum(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
+    pub fn set_src_port(&mut self, port: u16) {
+        set_be16(self.buffer.as_mut(), field::SRC_PORT, port);
+    }
+
+    pub fn set_dst_port(&mut self, port: u16) {
+        set_be16(self.buffer.as_mut(), field::DST_PORT, port);
+    }
+
+    pub fn set_seq_number(&mut self, n: u32) {
+        set_be32(self.buffer.as_mut(), field::SEQ_NUM, n);
+    }
+
+    pub fn set_ack_number(&mut self, n: u32) {
+        set_be32(self.buffer.as_mut(), field::ACK_NUM, n);
+    }
+
+    /// Header length in bytes (a multiple of 4, at most 60).
+    pub fn set_header_len(&mut self, len: usize) {
+        self.buffer.as_mut()[field::DATA_OFFSET] = ((len / 4) as u8) << 4;
+    }
+
+    pub fn set_flags(&mut self, flags: u8) {
+        self.buffer.as_mut()[field::FLAGS] = flags;
+    }
+
+    pub fn set_window_len(&mut self, window: u16) {
+        set_be16(self.buffer.as_mut(), field::WINDOW, window);
+    }
+
+    pub fn set_checksum(&mut self, sum: u16) {
+        set_be16(self.buffer.as_mut(), field::CHECKSUM, sum);
+    }
+}

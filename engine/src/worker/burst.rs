@@ -1,0 +1,354 @@
+//! A burst in stages (SPEC §1, DPDK's manner): parse all (ARP and ICMP echo are answered
+//! there), look all up in the flow table, select services for the misses, rewrite all. Each
+//! stage works over the whole burst in fixed-size arrays on the stack.
+
+use crate::flow::{Flow, FlowKey, InsertError, Side, TcpProgress};
+use crate::lb::{self, ServiceView};
+use crate::tables::LocalKind;
+use crate::verdict::{DropReason, Verdict};
+use crate::wire::{self, Ipv4, Packet, Proto, TransportChecksum};
+
+use super::view::LiveView;
+use super::{BURST, FrameBuf, Worker};
+
+/// Where a frame of a burst stands between the stages.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    Done(Verdict),
+    /// Needs a flow lookup; `true` when addressed to a SNIP (replies, or the monitor core's).
+    Lookup(Ipv4, bool),
+    New(Ipv4),
+    Forward(Ipv4, u32, Side),
+}
+
+fn flow_key(ip: &Ipv4) -> FlowKey {
+    FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
+}
+
+impl Worker {
+    /// Processes a burst received on one port, in stages: parse all (ARP and ICMP are answered
+    /// there), look all up in the flow table, select services for the misses, rewrite all.
+    /// `verdicts[i]` says what to do with `frames[i]`; at most [`BURST`] frames are taken.
+    pub fn process_burst<F: FrameBuf>(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frames: &mut [F],
+        verdicts: &mut [Verdict],
+    ) -> usize {
+        let n = frames.len().min(verdicts.len()).min(BURST);
+        let mut stage = [Stage::Done(Verdict::Consumed); BURST];
+        let mut sums = [TransportChecksum::Valid; BURST];
+        // 1. Parse.
+        for i in 0..n {
+            let frame = frames[i].bytes();
+            stage[i] = match wire::parse(frame) {
+                Err(reason) => Stage::Done(Verdict::Drop(reason)),
+                Ok(Packet::Arp(arp)) => Stage::Done(self.arp(now_ms, in_port, frame, &arp)),
+                Ok(Packet::Ipv4(ip)) => match self.classify(in_port, frame, &ip) {
+                    Stage::Lookup(ip, snip) => {
+                        sums[i] = self.check_transport(in_port, frame, &ip);
+                        match sums[i] {
+                            TransportChecksum::Bad => {
+                                Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                            }
+                            _ => Stage::Lookup(ip, snip),
+                        }
+                    }
+                    other => other,
+                },
+            };
+        }
+        // 2. Look up.
+        for i in 0..n {
+            if let Stage::Lookup(ip, snip_bound) = stage[i] {
+                let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
+                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
+                    Some((slot, side)) if self.reopens(now_ms, &ip, slot, side) => {
+                        self.retire(slot);
+                        Stage::New(ip)
+                    }
+                    Some((slot, side)) => {
+                        // A FIN or RST ends its transaction before this burst's new flows are
+                        // balanced (stage 3), so least-X methods see the count it leaves.
+                        if ip.tcp.fin || ip.tcp.rst {
+                            self.track(slot, side, ip.tcp);
+                        }
+                        Stage::Forward(ip, slot, side)
+                    }
+                    // Replies to the SNIP that match no flow are the monitor core's (SPEC §1);
+                    // its stack checks checksums, so a partial one is completed first.
+                    None if snip_bound && monitor_port && self.monitor => {
+                        if sums[i] == TransportChecksum::Partial {
+                            wire::complete_checksum(frames[i].bytes(), &ip);
+                        }
+                        Stage::Done(Verdict::ToMonitor)
+                    }
+                    None if snip_bound && monitor_port => {
+                        Stage::Done(Verdict::Drop(DropReason::NoMonitorCore))
+                    }
+                    None if snip_bound => {
+                        self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                        Stage::Done(Verdict::Drop(DropReason::NoFlow))
+                    }
+                    None => Stage::New(ip),
+                };
+            }
+        }
+        // 3. Select for the misses. An earlier frame of this burst may have created the flow.
+        for i in 0..n {
+            if let Stage::New(ip) = stage[i] {
+                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
+                    Some((slot, side)) => Stage::Forward(ip, slot, side),
+                    None => match self.new_flow(now_ms, in_port, frames[i].bytes(), &ip) {
+                        Ok(slot) => Stage::Forward(ip, slot, Side::Client),
+                        Err(reason) => {
+                            if reason == DropReason::NoFlow {
+                                self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                            }
+                            Stage::Done(Verdict::Drop(reason))
+                        }
+                    },
+                };
+            }
+        }
+        // 4. Rewrite.
+        for i in 0..n {
+            let verdict = match stage[i] {
+                Stage::Forward(ip, slot, side) => {
+                    self.forward(now_ms, frames[i].bytes(), &ip, sums[i], slot, side)
+                }
+                Stage::Done(v) => v,
+                Stage::Lookup(..) | Stage::New(_) => Verdict::Drop(DropReason::Malformed),
+            };
+            match verdict {
+                Verdict::Drop(r) => self.drops.count(r),
+                Verdict::Tx { .. } => self.stats.tx += 1,
+                Verdict::ToMonitor => self.address_to_monitor(frames[i].bytes()),
+                Verdict::Consumed => {}
+            }
+            verdicts[i] = verdict;
+        }
+        self.stats.rx += n as u64;
+        n
+    }
+
+    /// The transport checksum as received on `port` (not verified where the port's frames
+    /// are trusted).
+    #[inline]
+    fn check_transport(&self, port: usize, frame: &[u8], ip: &Ipv4) -> TransportChecksum {
+        if self.verify_checksums.get(port).copied().unwrap_or(true) {
+            wire::transport_checksum(frame, ip)
+        } else {
+            TransportChecksum::Valid
+        }
+    }
+
+    /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup.
+    fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Stage {
+        let Some(local) = self.tables.local(ip.dst).copied() else {
+            return Stage::Done(Verdict::Drop(DropReason::NotForUs));
+        };
+        let snip = local.kind == LocalKind::Snip;
+        if ip.proto == Proto::Icmp {
+            if !ip.echo_request && self.monitor && snip {
+                return Stage::Done(Verdict::ToMonitor); // echo replies to PING monitors
+            }
+            return Stage::Done(match (ip.echo_request, self.macs.get(in_port)) {
+                (true, Some(&mac)) => {
+                    let peer = wire::src_mac(frame);
+                    wire::echo_reply_in_place(frame, mac, peer);
+                    Verdict::Tx { port: in_port }
+                }
+                _ => Verdict::Drop(DropReason::Ignored),
+            });
+        }
+        if ip.ttl <= 1 {
+            return Stage::Done(Verdict::Drop(DropReason::TtlExpired));
+        }
+        Stage::Lookup(*ip, snip)
+    }
+
+    fn new_flow(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frame: &[u8],
+        ip: &Ipv4,
+    ) -> Result<u32, DropReason> {
+        let vs = self
+            .tables
+            .vserver_for(ip.dst, ip.proto, ip.dst_port)
+            .ok_or(DropReason::NoVserver)? as usize;
+        let vserver = &self.tables.vservers[vs];
+        let vserver_id = vserver.id;
+        if !vserver.enabled {
+            return Err(DropReason::VserverDisabled);
+        }
+        let opens_connection = ip.tcp.syn && !ip.tcp.ack;
+        if ip.proto == Proto::Tcp && !opens_connection {
+            return Err(DropReason::NoFlow);
+        }
+        let view = LiveView {
+            tables: &self.tables,
+            health: &self.health,
+            counters: &self.counters,
+        };
+        let hash_key = lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port);
+        // SOURCEIP persistence: the client's service while its session lasts, if that service
+        // is still a candidate of this vserver; otherwise the method decides.
+        let now_s = now_ms / 1000;
+        let persisted = vserver
+            .persist
+            .as_ref()
+            .and_then(|t| t.lookup(ip.src, now_s))
+            .filter(|&s| {
+                vserver.pool.members().iter().any(|m| m.service == s) && view.is_candidate(s)
+            });
+        let service = match persisted {
+            Some(s) => s,
+            None => {
+                let state = self.pools.get_mut(vs).ok_or(DropReason::NoVserver)?;
+                vserver
+                    .pool
+                    .select(state, &view, &hash_key)
+                    .ok_or(DropReason::NoService)?
+                    .service
+            }
+        };
+        if let (Some(table), Some(timeout)) = (&vserver.persist, vserver.persist_timeout_s) {
+            table.record(ip.src, service, now_s, timeout);
+        }
+        let svc = self.tables.service(service).ok_or(DropReason::NoService)?;
+        let (snip, hop) = svc.path.ok_or(DropReason::NoRoute)?;
+        if self.neigh.get(hop).is_none() {
+            self.ask_for(hop, snip);
+            return Err(DropReason::NoNeighbour);
+        }
+        let nat_port = self
+            .snat
+            .allocate(snip)
+            .ok_or(DropReason::NatPortsExhausted)?;
+        let flow = Flow {
+            proto: ip.proto,
+            client: (ip.src, ip.src_port),
+            vip: (ip.dst, ip.dst_port),
+            snip: (snip, nat_port),
+            service_addr: (svc.addr, svc.port.unwrap_or(ip.dst_port)),
+            service,
+            vserver: vserver_id,
+            hop,
+            client_port: in_port,
+            client_mac: wire::src_mac(frame),
+            tcp: TcpProgress::default(),
+            active: true,
+            timeouts: svc.timeouts,
+            last_seen: now_ms,
+        };
+        match self.flows.insert(flow) {
+            Ok(slot) => {
+                self.writer.flow_opened(service);
+                self.writer.vserver_hit(vserver_id);
+                self.stats.flows_created += 1;
+                Ok(slot)
+            }
+            Err(e) => {
+                self.snat.release(snip, nat_port);
+                Err(match e {
+                    InsertError::Full => DropReason::FlowTableFull,
+                    InsertError::Duplicate => DropReason::Malformed,
+                })
+            }
+        }
+    }
+
+    fn forward(
+        &mut self,
+        now_ms: u64,
+        frame: &mut [u8],
+        ip: &Ipv4,
+        sum: TransportChecksum,
+        slot: u32,
+        side: Side,
+    ) -> Verdict {
+        if let Some(f) = self.flows.get(slot)
+            && self.flush_due(now_ms, f.service)
+        {
+            return self.flush(frame, ip, slot, side);
+        }
+        let Some(flow) = self.flows.get_mut(slot) else {
+            return Verdict::Drop(DropReason::NoFlow);
+        };
+        flow.last_seen = now_ms;
+        note_progress(&self.writer, flow, side, ip.tcp);
+        let flow = *flow;
+        let (port, dst_mac) = match side {
+            Side::Client => {
+                let Some(n) = self.neigh.get(flow.hop) else {
+                    self.ask_for(flow.hop, flow.snip.0);
+                    return Verdict::Drop(DropReason::NoNeighbour);
+                };
+                wire::rewrite(frame, ip, flow.snip, flow.service_addr, sum);
+                (n.port, n.mac)
+            }
+            Side::Server => {
+                wire::rewrite(frame, ip, flow.vip, flow.client, sum);
+                (flow.client_port, flow.client_mac)
+            }
+        };
+        let Some(&our_mac) = self.macs.get(port) else {
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        wire::set_macs(frame, our_mac, dst_mac);
+        self.writer
+            .count(flow.service, now_ms / 1000, 1, ip.len as u64);
+        Verdict::Tx { port }
+    }
+
+    /// [`note_progress`] for the flow in `slot`.
+    fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
+        if let Some(flow) = self.flows.get_mut(slot) {
+            note_progress(&self.writer, flow, side, flags);
+        }
+    }
+
+    /// A client's SYN on the 4-tuple of a flow that is over (closed, or flushed): a new
+    /// connection reusing the port, balanced afresh rather than reset or sent to the old
+    /// service.
+    fn reopens(&self, now_ms: u64, ip: &Ipv4, slot: u32, side: Side) -> bool {
+        side == Side::Client
+            && ip.tcp.syn
+            && !ip.tcp.ack
+            && self
+                .flows
+                .get(slot)
+                .is_some_and(|f| f.tcp.is_closed() || self.flush_due(now_ms, f.service))
+    }
+
+    /// Ends a flow without a word to its peers (it is over, or its port is reused).
+    pub(super) fn retire(&mut self, slot: u32) {
+        if let Some(flow) = self.flows.remove(slot) {
+            if flow.active {
+                self.writer.flow_closed(flow.service);
+            }
+            self.writer.flow_removed(flow.service);
+            self.snat.release(flow.snip.0, flow.snip.1);
+        }
+    }
+}
+
+/// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
+/// though its entry lingers for the last ACK and retransmissions.
+#[inline]
+fn note_progress(
+    writer: &crate::counters::CoreWriter,
+    flow: &mut Flow,
+    side: Side,
+    flags: wire::TcpFlags,
+) {
+    flow.tcp.update(side, flags);
+    if flow.active && flow.tcp.is_closed() {
+        flow.active = false;
+        writer.flow_closed(flow.service);
+    }
+}

@@ -1,0 +1,158 @@
+//! downStateFlush, and the frames the engine sends a flow's peers on its own: an RST in each
+//! peer's sequence space, or a probe whose answer reveals that space.
+
+use std::net::Ipv4Addr;
+
+use crate::flow::{Flow, Side};
+use crate::health::ServiceHealth;
+use crate::lb::ServiceId;
+use crate::tables::Tables;
+use crate::verdict::{DropReason, Verdict};
+use crate::wire::{self, Ipv4, Mac, Proto};
+
+use super::{OUTBOX, OwnFrame, Worker};
+
+/// One side of a flow as the engine sees it: where the peer is and which addresses each end
+/// uses on that side.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Leg {
+    port: usize,
+    mac: Mac,
+    ours: (Ipv4Addr, u16),
+    theirs: (Ipv4Addr, u16),
+}
+
+/// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
+/// (if any) is over.
+pub(super) fn flush_due(
+    tables: &Tables,
+    health: &ServiceHealth,
+    now_ms: u64,
+    service: ServiceId,
+) -> bool {
+    tables.service(service).is_some_and(|s| {
+        s.down_state_flush
+            && (health.is_down(service) || s.flush_from_ms.is_some_and(|t| now_ms >= t))
+    })
+}
+
+impl Worker {
+    /// See [`flush_due`].
+    pub(super) fn flush_due(&self, now_ms: u64, service: ServiceId) -> bool {
+        flush_due(&self.tables, &self.health, now_ms, service)
+    }
+
+    /// Ends a flushed flow on its next frame: the frame is dropped and, for TCP, both peers
+    /// get an RST in their own sequence space (the sender's from the numbers it just used,
+    /// the other's from what the sender has sent), so neither waits on a dead connection.
+    pub(super) fn flush(&mut self, frame: &[u8], ip: &Ipv4, slot: u32, side: Side) -> Verdict {
+        let Some(flow) = self.flows.get(slot).copied() else {
+            return Verdict::Drop(DropReason::NoFlow);
+        };
+        self.retire(slot);
+        self.stats.flows_flushed += 1;
+        if let Some(n) = wire::tcp_numbers(frame, ip)
+            && !ip.tcp.rst
+        {
+            let (client, server) = self.legs(&flow);
+            let (sender, peer) = match side {
+                Side::Client => (Some(client), server),
+                Side::Server => (server, Some(client)),
+            };
+            if let Some(leg) = sender {
+                let (seq, ack) = if ip.tcp.ack {
+                    (n.ack, None)
+                } else {
+                    (0, Some(n.seq.wrapping_add(n.len)))
+                };
+                self.queue_rst(leg, seq, ack);
+            }
+            if let Some(leg) = peer {
+                self.queue_rst(leg, n.seq, None);
+            }
+        }
+        Verdict::Drop(DropReason::Flushed)
+    }
+
+    /// A flow's two sides: toward the client, and toward the service (when its next hop's
+    /// MAC is known).
+    fn legs(&self, f: &Flow) -> (Leg, Option<Leg>) {
+        let client = Leg {
+            port: f.client_port,
+            mac: f.client_mac,
+            ours: f.vip,
+            theirs: f.client,
+        };
+        let server = self.neigh.get(f.hop).map(|nb| Leg {
+            port: nb.port,
+            mac: nb.mac,
+            ours: f.snip,
+            theirs: f.service_addr,
+        });
+        (client, server)
+    }
+
+    /// Answers a TCP segment of no connection we know (a flushed or expired flow, a
+    /// restarted engine) with an RST, as a host does for a closed port (RFC 793): its peer
+    /// stops at once instead of retrying into silence.
+    pub(super) fn reset_unknown(&mut self, in_port: usize, frame: &[u8], ip: &Ipv4) {
+        let Some(n) = wire::tcp_numbers(frame, ip) else {
+            return;
+        };
+        if ip.tcp.rst {
+            return;
+        }
+        let leg = Leg {
+            port: in_port,
+            mac: wire::src_mac(frame),
+            ours: (ip.dst, ip.dst_port),
+            theirs: (ip.src, ip.src_port),
+        };
+        if ip.tcp.ack {
+            self.queue_rst(leg, n.ack, None);
+        } else {
+            self.queue_rst(leg, 0, Some(n.seq.wrapping_add(n.len)));
+        }
+    }
+
+    /// Asks both peers of each TCP flow the sweep flushed for their sequence numbers (see
+    /// [`wire::tcp_probe`]); their answers meet no flow and get exact RSTs.
+    pub(super) fn probe_flushed(&mut self) {
+        for k in 0..self.flushed.len() {
+            let f = self.flushed[k];
+            if f.proto != Proto::Tcp || f.tcp.is_closed() {
+                continue;
+            }
+            let (client, server) = self.legs(&f);
+            for leg in std::iter::once(client).chain(server) {
+                self.queue_frame(leg, |buf, macs, leg| {
+                    wire::tcp_probe(buf, macs, leg.ours, leg.theirs)
+                });
+            }
+        }
+    }
+
+    fn queue_rst(&mut self, leg: Leg, seq: u32, ack: Option<u32>) {
+        self.queue_frame(leg, |buf, macs, leg| {
+            wire::tcp_rst(buf, macs, leg.ours, leg.theirs, seq, ack)
+        });
+    }
+
+    /// Queues a frame the engine builds toward one side of a flow (dropped when the outbox
+    /// is full: the peer's next segment is answered then).
+    fn queue_frame(&mut self, leg: Leg, build: impl FnOnce(&mut [u8], (Mac, Mac), &Leg) -> usize) {
+        let Some(&our_mac) = self.macs.get(leg.port) else {
+            return;
+        };
+        if self.outbox.len() >= OUTBOX {
+            return; // the peer's next segment is answered instead
+        }
+        let mut data = [0u8; 60];
+        let len = build(&mut data, (our_mac, leg.mac), &leg);
+        self.outbox.push(OwnFrame {
+            port: leg.port,
+            len,
+            data,
+        });
+    }
+}

@@ -1,0 +1,68 @@
+//! Periodic work between bursts: the flow sweep (idle flows, downStateFlush), counter
+//! windows, drop counters published for `stat`, next hops asked for once a second, and the
+//! outbox of frames the worker built.
+
+use std::sync::Arc;
+
+use crate::verdict::SharedDrops;
+
+use super::flush::flush_due;
+use super::{SWEEP_BUDGET, Worker};
+
+const ARP_INTERVAL_MS: u64 = 1000;
+
+impl Worker {
+    /// Publishes this worker's drop counters there at every housekeeping call.
+    pub fn share_drops(&mut self, shared: Arc<SharedDrops>) {
+        self.shared_drops = Some(shared);
+    }
+
+    pub fn housekeeping(&mut self, now_ms: u64) {
+        self.writer.tick(now_ms / 1000);
+        if let Some(shared) = &self.shared_drops {
+            shared.publish(self.id, &self.drops);
+        }
+        // One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
+        // included (their next frame would too, but an idle peer might wait a long time).
+        let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
+        let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
+        flushed.clear();
+        self.flows.sweep(
+            SWEEP_BUDGET,
+            |f| f.deadline() <= now_ms || flush_due(tables, health, now_ms, f.service),
+            |f| {
+                if f.active {
+                    writer.flow_closed(f.service);
+                }
+                writer.flow_removed(f.service);
+                snat.release(f.snip.0, f.snip.1);
+                if f.deadline() <= now_ms {
+                    stats.flows_expired += 1;
+                } else {
+                    stats.flows_flushed += 1;
+                    flushed.push(f);
+                }
+            },
+        );
+        self.probe_flushed();
+        let round = now_ms / ARP_INTERVAL_MS;
+        if self.last_arp_round != Some(round) {
+            self.last_arp_round = Some(round);
+            let tables = Arc::clone(&self.tables);
+            for svc in tables.services.iter().flatten() {
+                if let Some((snip, hop)) = svc.path
+                    && self.neigh.get(hop).is_none()
+                {
+                    self.ask_for(hop, snip);
+                }
+            }
+        }
+    }
+
+    /// Hands out the frames the worker built (ARP requests, RSTs, probes).
+    pub fn drain_outbox(&mut self, mut send: impl FnMut(usize, &[u8])) {
+        for f in self.outbox.drain(..) {
+            send(f.port, &f.data[..f.len]);
+        }
+    }
+}

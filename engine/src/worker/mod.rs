@@ -1,0 +1,203 @@
+//! A worker: frames in, verdicts out. It owns its flow-table shard, its NAT port range, its
+//! neighbour table and its per-vserver selection state; it shares only the per-core counters
+//! (its own slots), the published service health and the immutable configuration tables.
+//!
+//! The same code runs over AF_XDP rings and over the in-memory port (tests, `fulcrumd
+//! replay`): [`run`] is the loop, generic over a [`Port`]. Time is passed in (milliseconds);
+//! nothing here reads a clock.
+//!
+//! * [`burst`] — a burst in stages: parse, look up, select, rewrite.
+//! * [`flush`] — downStateFlush and the RSTs toward a flow's peers.
+//! * [`arp`] — answering ARP, learning neighbours, asking for next hops.
+//! * [`monitor`] — readdressing frames to and from the monitor core.
+//! * [`housekeeping`] — the sweep, counter windows, periodic ARP, the outbox.
+//! * [`view`] — what selection reads about services.
+//! * [`port`] — the [`Port`] trait and the in-memory port; [`run`] — the loop.
+
+mod arp;
+mod burst;
+mod flush;
+mod housekeeping;
+mod monitor;
+pub mod port;
+pub mod run;
+mod view;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use crate::counters::{CoreWriter, Counters};
+use crate::flow::{Flow, FlowTable};
+use crate::health::ServiceHealth;
+use crate::lb::{PoolState, RoundRobinReason};
+use crate::nat::Snat;
+use crate::neigh::NeighbourTable;
+use crate::tables::Tables;
+use crate::verdict::{DropCounters, SharedDrops, Verdict};
+use crate::wire::Mac;
+
+pub use port::{FrameBuf, MemPort, Port};
+pub use run::{MonitorRings, Runner};
+
+/// Most frames one call of [`Worker::process_burst`] takes.
+pub const BURST: usize = 64;
+/// Flows examined for expiry per housekeeping call.
+const SWEEP_BUDGET: usize = 256;
+/// Most frames the worker originates (ARP requests, RSTs) between two drains.
+const OUTBOX: usize = 64;
+
+/// One frame the worker built itself (an ARP request, an RST), padded to the Ethernet
+/// minimum.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnFrame {
+    pub port: usize,
+    pub len: usize,
+    pub data: [u8; 60],
+}
+
+/// Totals a worker keeps for `stat` and the lab scripts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    pub rx: u64,
+    pub tx: u64,
+    pub flows_created: u64,
+    pub flows_expired: u64,
+    /// Flows ended by downStateFlush.
+    pub flows_flushed: u64,
+}
+
+#[derive(Debug)]
+pub struct Worker {
+    id: usize,
+    macs: Vec<Mac>,
+    /// Per port: verify TCP and UDP checksums (and complete partial ones) before rewriting.
+    verify_checksums: Vec<bool>,
+    tables: Arc<Tables>,
+    pools: Vec<PoolState>,
+    flows: FlowTable,
+    snat: Snat,
+    neigh: NeighbourTable,
+    writer: CoreWriter,
+    counters: Arc<Counters>,
+    health: Arc<ServiceHealth>,
+    outbox: Vec<OwnFrame>,
+    /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's budget).
+    flushed: Vec<Flow>,
+    last_arp_round: Option<u64>,
+    pub drops: DropCounters,
+    pub stats: WorkerStats,
+    shared_drops: Option<Arc<SharedDrops>>,
+    /// A monitor core runs: its frames are handed over instead of dropped.
+    monitor: bool,
+}
+
+/// What a worker needs at creation.
+#[derive(Debug)]
+pub struct WorkerSetup {
+    pub id: usize,
+    pub workers: usize,
+    /// MAC address of each port, by port index.
+    pub macs: Vec<Mac>,
+    pub flow_capacity: usize,
+    pub writer: CoreWriter,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub tables: Arc<Tables>,
+}
+
+impl Worker {
+    pub fn new(setup: WorkerSetup) -> Self {
+        let mut w = Self {
+            id: setup.id,
+            verify_checksums: vec![true; setup.macs.len()],
+            macs: setup.macs,
+            tables: Arc::new(Tables::default()),
+            pools: Vec::new(),
+            flows: FlowTable::new(setup.flow_capacity),
+            snat: Snat::new(setup.id, setup.workers),
+            neigh: NeighbourTable::new(4096),
+            writer: setup.writer,
+            counters: setup.counters,
+            health: setup.health,
+            outbox: Vec::with_capacity(OUTBOX),
+            flushed: Vec::with_capacity(SWEEP_BUDGET),
+            last_arp_round: None,
+            drops: DropCounters::default(),
+            stats: WorkerStats::default(),
+            shared_drops: None,
+            monitor: false,
+        };
+        w.set_tables(setup.tables);
+        w
+    }
+
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    pub fn tables(&self) -> &Arc<Tables> {
+        &self.tables
+    }
+
+    pub fn flows(&self) -> &FlowTable {
+        &self.flows
+    }
+
+    pub fn ports(&self) -> usize {
+        self.macs.len()
+    }
+
+    /// Frames received on `port` carry complete checksums (a physical NIC's: a frame from
+    /// the wire cannot hold a partial one), so the per-frame verification is skipped there.
+    pub fn trust_checksums(&mut self, port: usize) {
+        if let Some(v) = self.verify_checksums.get_mut(port) {
+            *v = false;
+        }
+    }
+
+    /// Applies a new configuration generation between bursts. Selection state is kept for
+    /// vservers whose pool did not change; a new or changed pool starts over (with startup
+    /// round robin when configured). Established flows are untouched.
+    pub fn set_tables(&mut self, tables: Arc<Tables>) {
+        let old = std::mem::replace(&mut self.tables, tables);
+        self.writer.set_generation(self.tables.generation);
+        let mut pools = Vec::with_capacity(self.tables.vservers.len());
+        for v in &self.tables.vservers {
+            let previous = old.vservers.iter().position(|o| o.name == v.name);
+            let kept = previous.filter(|&i| {
+                old.vservers[i].pool.members() == v.pool.members()
+                    && old.vservers[i].pool.method() == v.pool.method()
+            });
+            let state = match kept.and_then(|i| self.pools.get(i)) {
+                Some(s) => s.clone(),
+                None => {
+                    let mut s = v.pool.new_state();
+                    let reason = match previous {
+                        None => RoundRobinReason::VserverCreated,
+                        Some(i) if old.vservers[i].pool.method() != v.pool.method() => {
+                            RoundRobinReason::MethodChanged
+                        }
+                        Some(_) => RoundRobinReason::ServiceBound,
+                    };
+                    v.pool
+                        .start_round_robin(&mut s, self.tables.startup_rr_factor, reason);
+                    s
+                }
+            };
+            pools.push(state);
+        }
+        self.pools = pools;
+        let snips: Vec<Ipv4Addr> = self.tables.snips().map(|s| s.addr).collect();
+        for s in snips {
+            self.snat.add_snip(s);
+        }
+    }
+
+    /// Processes one received frame in place (a burst of one).
+    #[inline]
+    pub fn process(&mut self, now_ms: u64, in_port: usize, frame: &mut [u8]) -> Verdict {
+        let mut verdict = [Verdict::Consumed];
+        self.process_burst(now_ms, in_port, &mut [frame], &mut verdict);
+        verdict[0]
+    }
+}

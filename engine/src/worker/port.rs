@@ -1,0 +1,126 @@
+//! What the run loop needs of a port, and the in-memory port (tests, `fulcrumd replay`).
+//!
+//! A port owns its frames: each is always in exactly one place (the port's rings or free
+//! list, or the loop's burst). Frames received on a port go back to it, sent or recycled.
+
+use std::collections::VecDeque;
+
+/// A received frame's bytes, whatever holds them (a UMEM frame, a buffer in a test).
+pub trait FrameBuf {
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+impl FrameBuf for &mut [u8] {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl FrameBuf for Vec<u8> {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// One queue of one NIC port, as the run loop drives it: reclaim, receive, transmit, refill.
+pub trait Port {
+    type Frame: FrameBuf;
+
+    /// Takes back up to `budget` frames the device finished sending.
+    fn reclaim(&mut self, budget: usize);
+    /// Receives up to `budget` frames; returns how many arrived.
+    fn receive(&mut self, budget: usize) -> usize;
+    /// The next received frame.
+    fn next_rx(&mut self) -> Option<Self::Frame>;
+    /// Queues a frame received on this port for transmission on it; `false` when a frame
+    /// was dropped for lack of room (counted by the caller).
+    fn queue_tx(&mut self, frame: Self::Frame) -> bool;
+    /// Gives a frame back without sending it.
+    fn recycle(&mut self, frame: Self::Frame);
+    /// Copies `bytes` into a frame of this port and queues it; `false` when none is free.
+    fn send_copy(&mut self, bytes: &[u8]) -> bool;
+    /// Hands up to `budget` queued frames to the device.
+    fn flush(&mut self, budget: usize);
+    /// Gives the device frames to receive into.
+    fn refill(&mut self, budget: usize);
+}
+
+/// A port in memory: frames injected by a test (or read from a pcap) are received, frames
+/// sent are kept until taken. Its transmit queue holds `tx_capacity` frames, like a ring.
+#[derive(Debug)]
+pub struct MemPort {
+    rx: VecDeque<Vec<u8>>,
+    arrived: VecDeque<Vec<u8>>,
+    tx_queue: Vec<Vec<u8>>,
+    sent: Vec<Vec<u8>>,
+    tx_capacity: usize,
+}
+
+impl Default for MemPort {
+    fn default() -> Self {
+        Self::new(4096)
+    }
+}
+
+impl MemPort {
+    pub fn new(tx_capacity: usize) -> Self {
+        Self {
+            rx: VecDeque::new(),
+            arrived: VecDeque::new(),
+            tx_queue: Vec::new(),
+            sent: Vec::new(),
+            tx_capacity,
+        }
+    }
+
+    /// A frame arrives on the wire; the next [`Port::receive`] takes it.
+    pub fn inject(&mut self, frame: Vec<u8>) {
+        self.rx.push_back(frame);
+    }
+
+    /// The frames sent since the last call, in order.
+    pub fn take_sent(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.sent)
+    }
+
+    fn push_tx(&mut self, frame: Vec<u8>) -> bool {
+        if self.tx_queue.len() >= self.tx_capacity {
+            return false;
+        }
+        self.tx_queue.push(frame);
+        true
+    }
+}
+
+impl Port for MemPort {
+    type Frame = Vec<u8>;
+
+    fn reclaim(&mut self, _budget: usize) {}
+
+    fn receive(&mut self, budget: usize) -> usize {
+        let n = budget.min(self.rx.len());
+        self.arrived.extend(self.rx.drain(..n));
+        n
+    }
+
+    fn next_rx(&mut self) -> Option<Vec<u8>> {
+        self.arrived.pop_front()
+    }
+
+    fn queue_tx(&mut self, frame: Vec<u8>) -> bool {
+        self.push_tx(frame)
+    }
+
+    fn recycle(&mut self, _frame: Vec<u8>) {}
+
+    fn send_copy(&mut self, bytes: &[u8]) -> bool {
+        self.push_tx(bytes.to_vec())
+    }
+
+    fn flush(&mut self, budget: usize) {
+        let n = budget.min(self.tx_queue.len());
+        self.sent.extend(self.tx_queue.drain(..n));
+    }
+
+    fn refill(&mut self, _budget: usize) {}
+}

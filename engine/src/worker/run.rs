@@ -1,0 +1,207 @@
+//! The worker's loop, the same over AF_XDP and in memory: per round, pick up a new
+//! configuration generation, housekeeping, then per port reclaim, receive, process in bursts,
+//! transmit, refill; then the monitor core's frames and the worker's own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::tables::Tables;
+use crate::verdict::{DropReason, Verdict};
+
+use super::{BURST, FrameBuf, Port, Worker};
+
+/// Frames taken from or given to a ring per call.
+const BATCH: usize = 64;
+/// Rounds without a frame before the loop starts sleeping between rounds.
+const IDLE_SPIN_ROUNDS: u32 = 64;
+
+/// A worker's ends of the monitor core's rings; `from` only on the worker that transmits
+/// for the monitor core.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorRings {
+    pub to: Option<Sender<Vec<u8>>>,
+    pub from: Option<Receiver<Vec<u8>>>,
+}
+
+/// A worker and its ports (one queue of each), driven round by round.
+#[derive(Debug)]
+pub struct Runner<P: Port> {
+    worker: Worker,
+    ports: Vec<P>,
+    monitor: MonitorRings,
+    burst: Vec<P::Frame>,
+    verdicts: [Verdict; BURST],
+}
+
+impl<P: Port> Runner<P> {
+    pub fn new(worker: Worker, ports: Vec<P>, monitor: MonitorRings) -> Self {
+        Self {
+            worker,
+            ports,
+            monitor,
+            burst: Vec::with_capacity(BURST),
+            verdicts: [Verdict::Consumed; BURST],
+        }
+    }
+
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    pub fn worker_mut(&mut self) -> &mut Worker {
+        &mut self.worker
+    }
+
+    pub fn port_mut(&mut self, i: usize) -> Option<&mut P> {
+        self.ports.get_mut(i)
+    }
+
+    pub fn into_parts(self) -> (Worker, Vec<P>) {
+        (self.worker, self.ports)
+    }
+
+    /// Switches to the published generation if it is new (between two rounds).
+    pub fn follow(&mut self, published: &ArcSwap<Tables>) {
+        let current = published.load();
+        if !Arc::ptr_eq(&current, self.worker.tables()) {
+            self.worker.set_tables(Arc::clone(&current));
+        }
+    }
+
+    /// One round at `now_ms`; returns how many frames arrived.
+    pub fn poll(&mut self, now_ms: u64) -> usize {
+        self.worker.housekeeping(now_ms);
+        let mut received = 0;
+        for i in 0..self.ports.len() {
+            self.ports[i].reclaim(BATCH * 2);
+            received += self.ports[i].receive(BATCH);
+            while self.next_burst(i) {
+                self.worker
+                    .process_burst(now_ms, i, &mut self.burst, &mut self.verdicts);
+                self.dispatch(i);
+            }
+            self.ports[i].flush(BATCH);
+            self.ports[i].refill(BATCH);
+        }
+        self.send_monitor_frames();
+        self.send_own_frames();
+        for p in &mut self.ports {
+            p.flush(BATCH);
+        }
+        received
+    }
+
+    /// Rounds until `stop`, reading the clock once per round (`now_ms`). Idle, it backs off
+    /// to short sleeps so a machine sharing its cores stays usable.
+    pub fn run(
+        mut self,
+        stop: &AtomicBool,
+        published: &ArcSwap<Tables>,
+        now_ms: impl Fn() -> u64,
+    ) -> (Worker, Vec<P>) {
+        let mut idle_rounds = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            self.follow(published);
+            if self.poll(now_ms()) > 0 {
+                idle_rounds = 0;
+                continue;
+            }
+            idle_rounds = idle_rounds.saturating_add(1);
+            if idle_rounds > IDLE_SPIN_ROUNDS {
+                let pause = if idle_rounds > 10_000 { 500 } else { 50 };
+                std::thread::sleep(Duration::from_micros(pause));
+            }
+        }
+        self.into_parts()
+    }
+
+    /// Fills the burst from port `i`'s received frames; `false` when there were none.
+    fn next_burst(&mut self, i: usize) -> bool {
+        while self.burst.len() < BURST {
+            match self.ports[i].next_rx() {
+                Some(frame) => self.burst.push(frame),
+                None => break,
+            }
+        }
+        !self.burst.is_empty()
+    }
+
+    /// Sends, hands over or recycles each frame of the burst received on port `i`.
+    fn dispatch(&mut self, i: usize) {
+        let verdicts = self.verdicts;
+        let mut lost = 0u64;
+        let mut to_monitor_lost = 0u64;
+        for (mut frame, verdict) in self.burst.drain(..).zip(verdicts) {
+            match verdict {
+                Verdict::Tx { port: out } if out == i => {
+                    if !self.ports[i].queue_tx(frame) {
+                        lost += 1;
+                    }
+                }
+                Verdict::Tx { port: out } => {
+                    // Each port has its own frames: copy into the other one (two-arm).
+                    let sent = self
+                        .ports
+                        .get_mut(out)
+                        .is_some_and(|p| p.send_copy(frame.bytes()));
+                    lost += u64::from(!sent);
+                    self.ports[i].recycle(frame);
+                }
+                Verdict::ToMonitor => {
+                    // Monitor traffic is light: a copy into the ring is fine here.
+                    let handed = self
+                        .monitor
+                        .to
+                        .as_ref()
+                        .is_some_and(|to| to.try_send(frame.bytes().to_vec()).is_ok());
+                    to_monitor_lost += u64::from(!handed);
+                    self.ports[i].recycle(frame);
+                }
+                Verdict::Consumed | Verdict::Drop(_) => self.ports[i].recycle(frame),
+            }
+        }
+        self.worker.drops.add(DropReason::TxFull, lost);
+        self.worker
+            .drops
+            .add(DropReason::MonitorRingFull, to_monitor_lost);
+    }
+
+    /// Frames the monitor core built: toward the port of their destination's neighbour, or
+    /// every port for broadcasts and unknown destinations.
+    fn send_monitor_frames(&mut self) {
+        let Some(from) = &self.monitor.from else {
+            return;
+        };
+        let mut lost = 0u64;
+        for mut frame in from.try_iter().take(BATCH) {
+            match self.worker.route_monitor_frame(&mut frame, None) {
+                Some(out) => {
+                    let sent = self.ports.get_mut(out).is_some_and(|p| p.send_copy(&frame));
+                    lost += u64::from(!sent);
+                }
+                None => {
+                    for (out, port) in self.ports.iter_mut().enumerate() {
+                        self.worker.route_monitor_frame(&mut frame, Some(out));
+                        lost += u64::from(!port.send_copy(&frame));
+                    }
+                }
+            }
+        }
+        self.worker.drops.add(DropReason::TxFull, lost);
+    }
+
+    /// The worker's own frames: ARP requests, RSTs, probes of flushed flows.
+    fn send_own_frames(&mut self) {
+        let ports = &mut self.ports;
+        let mut lost = 0u64;
+        self.worker.drain_outbox(|out, bytes| {
+            let sent = ports.get_mut(out).is_some_and(|p| p.send_copy(bytes));
+            lost += u64::from(!sent);
+        });
+        self.worker.drops.add(DropReason::TxFull, lost);
+    }
+}

@@ -1,0 +1,47 @@
+//! What selection reads about services: configuration, health from the monitor core,
+//! counters summed over all cores.
+
+use crate::counters::Counters;
+use crate::health::ServiceHealth;
+use crate::lb::{ServiceId, ServiceView};
+use crate::tables::Tables;
+
+pub(super) struct LiveView<'a> {
+    pub tables: &'a Tables,
+    pub health: &'a ServiceHealth,
+    pub counters: &'a Counters,
+}
+
+impl ServiceView for LiveView<'_> {
+    #[inline]
+    fn is_candidate(&self, s: ServiceId) -> bool {
+        self.tables
+            .service(s)
+            .is_some_and(|x| x.enabled && x.path.is_some())
+            && self.health.is_up(s)
+    }
+    #[inline]
+    fn load_excluded(&self, s: ServiceId) -> bool {
+        self.health.load_excluded(s)
+    }
+    #[inline]
+    fn active(&self, s: ServiceId) -> u64 {
+        self.counters.active(s)
+    }
+    #[inline]
+    fn packets(&self, s: ServiceId) -> u64 {
+        self.counters.window_packets(s)
+    }
+    #[inline]
+    fn bytes(&self, s: ServiceId) -> u64 {
+        self.counters.window_bytes(s)
+    }
+    #[inline]
+    fn response_time(&self, s: ServiceId) -> Option<u64> {
+        self.health.response_time(s)
+    }
+    #[inline]
+    fn load(&self, s: ServiceId) -> Option<u64> {
+        self.health.load(s)
+    }
+}
