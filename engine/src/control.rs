@@ -104,6 +104,13 @@ impl Control {
                 setup.max_services
             )));
         }
+        let snips = tables.snips().count();
+        if snips > monitors::MAX_ADDRESSES {
+            return Err(EngineError::Capacity(format!(
+                "{snips} SNIPs exceed what the monitor core holds ({})",
+                monitors::MAX_ADDRESSES
+            )));
+        }
         Ok(Self {
             state: Mutex::new(State {
                 config: setup.config,
@@ -188,6 +195,12 @@ impl Control {
             return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
                 "More services than the profile's max_services {}",
                 self.max_services
+            )));
+        }
+        if tables.snips().count() > monitors::MAX_ADDRESSES {
+            return Err(CliError::new(ErrorKind::NotSupported).with_detail(format!(
+                "More SNIPs than the monitor core holds ({})",
+                monitors::MAX_ADDRESSES
             )));
         }
         state.generation += 1;

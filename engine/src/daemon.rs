@@ -232,7 +232,7 @@ pub fn run(
     );
 
     let mac = macs.first().copied().unwrap_or_default();
-    let device = monitors::core::ChannelDevice::new(monitor_rx, monitor_tx);
+    let device = monitors::ChannelDevice::new(monitor_rx, monitor_tx);
     let monitor_thread = crate::monitoring::spawn(
         Arc::clone(&control),
         device,

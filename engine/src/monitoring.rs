@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ctl::conf::{Config, MonitorType};
+use ctl::conf::{Config, MonitorSettings, MonitorType};
 use ctl::value::Port;
-use ctl::value::RespCodes;
-use monitors::core::{ChannelDevice, MonitorCore, ProbeKind, Target};
 use monitors::health::Timers;
+use monitors::{ChannelDevice, MonitorCore, ProbeKind, StatusCodes, Target};
 
 use crate::control::Control;
 use crate::tables::Tables;
@@ -18,8 +17,21 @@ use crate::tables::Tables;
 /// A send/receive string as bytes, the operator's escapes (`\r\n`) applied.
 fn escaped(text: &Option<ctl::value::Text>) -> Vec<u8> {
     text.as_ref()
-        .map(|t| monitors::core::unescape(&t.0))
+        .map(|t| monitors::probe::unescape(&t.0))
         .unwrap_or_default()
+}
+
+/// A monitor's timing and counting settings, in the monitor core's terms (milliseconds).
+fn timers(s: &MonitorSettings) -> Timers {
+    Timers {
+        interval: s.interval.millis(),
+        resp_timeout: s.resp_timeout.millis(),
+        down_time: s.down_time.millis(),
+        retries: s.retries.get() as u32,
+        failure_retries: s.failure_retries.get() as u32,
+        success_retries: s.success_retries.get() as u32,
+        reverse: s.reverse.is_yes(),
+    }
 }
 
 /// The probe targets of a configuration: every PING, TCP, HTTP, TCP-ECV, HTTP-ECV, UDP-ECV, DNS, FTP, USER or LOAD monitor bound
@@ -41,7 +53,10 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                         .http_request
                         .as_ref()
                         .map_or_else(|| "HEAD /".to_owned(), |t| t.0.clone()),
-                    codes: st.resp_code.clone().unwrap_or(RespCodes(vec![(200, 200)])),
+                    codes: st
+                        .resp_code
+                        .as_ref()
+                        .map_or_else(StatusCodes::default, |c| StatusCodes(c.0.clone())),
                     headers: escaped(&st.custom_headers),
                 },
                 MonitorType::TcpEcv | MonitorType::HttpEcv => ProbeKind::Ecv {
@@ -133,7 +148,7 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
                 addr,
                 port,
                 kind,
-                timers: Timers::from(st),
+                timers: timers(st),
                 weight: binding.weight.get() as u32,
                 enabled: binding.mon_state.is_enabled() && st.state.is_enabled(),
                 lrtm: st.lrtm.is_enabled(),
@@ -171,20 +186,31 @@ pub fn spawn(
             // The monitor core counts in microseconds (response times); timers in ms.
             let now = || clock.elapsed().as_micros() as u64;
             let mut tables = control.published.load_full();
-            let mut core = MonitorCore::new(
+            // The control plane refuses more SNIPs than the interface holds.
+            let mut core = match MonitorCore::new(
                 mac,
                 &snips(&tables),
                 device,
                 Arc::clone(&control.health),
                 crate::nat::MONITOR_PORTS,
                 now(),
-            );
+            ) {
+                Ok(core) => core,
+                Err(e) => {
+                    eprintln!("fulcrumd: the monitor core cannot start: {e}");
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+            };
             core.set_targets(targets(&control.config(), &tables), now());
             control.monitor_follows(tables.generation);
             while !stop.load(Ordering::Relaxed) {
                 let current = control.published.load_full();
                 if !Arc::ptr_eq(&current, &tables) {
                     tables = current;
+                    if let Err(e) = core.set_addresses(&snips(&tables)) {
+                        eprintln!("fulcrumd: the monitor core keeps its SNIPs: {e}");
+                    }
                     core.set_targets(targets(&control.config(), &tables), now());
                     control.monitor_follows(tables.generation);
                 }

@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use ctl::conf::MonitorSettings;
-
 /// A monitor binding's state, as `show service` prints it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MonitorState {
@@ -36,20 +34,6 @@ pub struct Timers {
     pub failure_retries: u32,
     pub success_retries: u32,
     pub reverse: bool,
-}
-
-impl From<&MonitorSettings> for Timers {
-    fn from(s: &MonitorSettings) -> Self {
-        Self {
-            interval: s.interval.millis(),
-            resp_timeout: s.resp_timeout.millis(),
-            down_time: s.down_time.millis(),
-            retries: s.retries.get() as u32,
-            failure_retries: s.failure_retries.get() as u32,
-            success_retries: s.success_retries.get() as u32,
-            reverse: s.reverse.is_yes(),
-        }
-    }
 }
 
 /// One monitor bound to one service: counts probe results and schedules the next probe.

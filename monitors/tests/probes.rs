@@ -6,8 +6,8 @@
 mod backend;
 
 use backend::{Backend, Reply, Script};
-use monitors::core::{ProbeKind, Target};
 use monitors::health::{MonitorState, Timers};
+use monitors::{Outcome, ProbeKind, StatusCodes, Target};
 
 const TIMERS: Timers = Timers {
     interval: 1000,
@@ -43,7 +43,7 @@ fn secure(mut t: Target) -> Target {
 fn http(request: &str) -> ProbeKind {
     ProbeKind::Http {
         request: request.into(),
-        codes: ctl::value::RespCodes(vec![(200, 200)]),
+        codes: StatusCodes(vec![(200, 200)]),
         headers: Vec::new(),
     }
 }
@@ -290,7 +290,7 @@ fn http_probes_send_the_custom_headers() {
     let backend = Backend::new().tcp(80, Script::on("X-Probe: yes\r\n", Reply::now(OK_200)));
     let with = |headers: &str| ProbeKind::Http {
         request: "GET /".into(),
-        codes: ctl::value::RespCodes(vec![(200, 200)]),
+        codes: StatusCodes(vec![(200, 200)]),
         headers: headers.as_bytes().to_vec(),
     };
     let r = first_round(
@@ -331,4 +331,75 @@ fn an_icmp_unreachable_fails_a_udp_probe_at_once() {
     // Long before the 500 ms response timeout.
     assert_eq!(lab.core.state_of(0, "m0"), Some(MonitorState::Down));
     assert_eq!(lab.health.probes(), (0, 1));
+}
+
+#[test]
+fn failed_probes_say_why() {
+    use monitors::probe::Failure;
+    let backend = Backend::new()
+        .tcp(82, Script::http(ERR_500, 0))
+        .tcp(8, Script::silent());
+    let mut lab = backend::Lab::new(backend, 4);
+    let udp = ProbeKind::UdpEcv {
+        send: b"PING".to_vec(),
+        recv: b"PONG".to_vec(),
+    };
+    lab.core.set_targets(
+        vec![
+            target(0, 81, ProbeKind::Tcp),
+            target(1, 82, http("GET /")),
+            target(2, 9999, udp),
+            target(3, 8, ecv("ping", "pong", false)),
+        ],
+        0,
+    );
+    lab.run_until(900);
+    let why = |s: u32| lab.core.last_outcome(s, &format!("m{s}"));
+    assert_eq!(why(0), Some(Outcome::Failed(Failure::Refused)));
+    assert_eq!(why(1), Some(Outcome::Failed(Failure::Status(500))));
+    assert_eq!(why(2), Some(Outcome::Failed(Failure::Unreachable)));
+    assert_eq!(
+        why(3),
+        Some(Outcome::Failed(Failure::Timeout)),
+        "a silent peer"
+    );
+}
+
+#[test]
+fn three_snips_on_three_subnets_each_probe_their_own_services() {
+    let backend = Backend::new().tcp(80, Script::http(OK_200, 0));
+    let mut lab = backend::Lab::with_subnets(backend, 3, 3);
+    let targets: Vec<Target> = (0..3u8)
+        .map(|k| Target {
+            addr: std::net::Ipv4Addr::new(198, 18, k, 11),
+            ..target(u32::from(k), 80, http("GET /"))
+        })
+        .collect();
+    lab.core.set_targets(targets, 0);
+    // smoltcp asks for one unknown neighbour per second (the workers' ARP traffic teaches
+    // the real monitor core the rest sooner): by 4 s every service has been probed.
+    lab.run_until(4000);
+    for k in 0..3u8 {
+        let service = std::net::Ipv4Addr::new(198, 18, k, 11);
+        assert_eq!(
+            lab.core.state_of(u32::from(k), &format!("m{k}")),
+            Some(MonitorState::Up),
+            "{k}: {:?} {:?}",
+            lab.core.last_outcome(u32::from(k), &format!("m{k}")),
+            lab.sent
+        );
+        let sources: Vec<_> = lab
+            .sent
+            .iter()
+            .filter(|(_, d)| *d == service)
+            .map(|(s, _)| *s)
+            .collect();
+        assert!(!sources.is_empty());
+        assert!(
+            sources
+                .iter()
+                .all(|s| *s == std::net::Ipv4Addr::new(198, 18, k, 1)),
+            "probes to {service} leave from the SNIP of its subnet: {sources:?}"
+        );
+    }
 }

@@ -8,8 +8,8 @@ use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use monitors::core::{ChannelDevice, MonitorCore};
 use monitors::publish::ServiceHealth;
+use monitors::{ChannelDevice, MonitorCore};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
@@ -202,6 +202,10 @@ fn server_config() -> Arc<ServerConfig> {
 pub struct Lab {
     pub core: MonitorCore,
     pub health: Arc<ServiceHealth>,
+    /// Source and destination of every IPv4 packet the core sent.
+    pub sent: Vec<(Ipv4Addr, Ipv4Addr)>,
+    core_out: crossbeam_channel::Receiver<Vec<u8>>,
+    to_backend: crossbeam_channel::Sender<Vec<u8>>,
     backend: Backend,
     iface: Interface,
     device: ChannelDevice,
@@ -210,25 +214,38 @@ pub struct Lab {
 }
 
 impl Lab {
-    pub fn new(mut backend: Backend, services: usize) -> Self {
+    pub fn new(backend: Backend, services: usize) -> Self {
+        Self::with_subnets(backend, services, 1)
+    }
+
+    /// The core holds `subnets` SNIPs, 198.18.k.1/24, and the backend one address in each,
+    /// 198.18.k.11/24 (k = 0 is [`CORE_IP`] and [`BACKEND_IP`]).
+    pub fn with_subnets(mut backend: Backend, services: usize, subnets: u8) -> Self {
         let (to_backend, backend_rx) = crossbeam_channel::bounded(4096);
+        let (core_tx, core_out) = crossbeam_channel::bounded(4096);
         let (to_core, core_rx) = crossbeam_channel::bounded(4096);
         let health = Arc::new(ServiceHealth::new(services));
-        let core_device = ChannelDevice::new(core_rx, to_backend);
+        let core_device = ChannelDevice::new(core_rx, core_tx);
+        let snips: Vec<(Ipv4Addr, u8)> = (0..subnets)
+            .map(|k| (Ipv4Addr::new(198, 18, k, 1), 24))
+            .collect();
         let core = MonitorCore::new(
             CORE_MAC,
-            &[(CORE_IP, 24)],
+            &snips,
             core_device,
             health.clone(),
             1024..10000,
             0,
-        );
+        )
+        .expect("the SNIPs fit");
         let mut device = ChannelDevice::new(backend_rx, to_core);
         let config = Config::new(EthernetAddress(BACKEND_MAC).into());
         let mut iface = Interface::new(config, &mut device, Instant::from_millis(0));
         iface.update_ip_addrs(|a| {
-            a.push(IpCidr::new(IpAddress::Ipv4(BACKEND_IP), 24))
-                .unwrap();
+            for k in 0..subnets {
+                a.push(IpCidr::new(IpAddress::v4(198, 18, k, 11), 24))
+                    .unwrap();
+            }
         });
         let mut sockets = SocketSet::new(Vec::new());
         for svc in &mut backend.tcp {
@@ -252,6 +269,9 @@ impl Lab {
         Self {
             core,
             health,
+            sent: Vec::new(),
+            core_out,
+            to_backend,
             backend,
             iface,
             device,
@@ -265,6 +285,7 @@ impl Lab {
         while self.now < t {
             self.now += 1;
             self.core.poll(self.now * 1000);
+            self.carry_core_frames();
             self.poll_backend();
         }
     }
@@ -277,6 +298,19 @@ impl Lab {
     /// The same in the monitor core's unit (microseconds).
     pub fn now_us(&self) -> u64 {
         self.now * 1000
+    }
+
+    /// Hands the core's frames to the backend, noting the addresses of IPv4 packets.
+    fn carry_core_frames(&mut self) {
+        for frame in self.core_out.try_iter() {
+            if frame.len() >= 34 && frame[12..14] == [8, 0] {
+                let addr = |at: usize| {
+                    Ipv4Addr::new(frame[at], frame[at + 1], frame[at + 2], frame[at + 3])
+                };
+                self.sent.push((addr(26), addr(30)));
+            }
+            self.to_backend.send(frame).unwrap();
+        }
     }
 
     fn poll_backend(&mut self) {

@@ -1,5 +1,6 @@
-//! Service and vserver ids are reused once free, and never while a flow holds them: a
-//! long-running daemon that adds, removes and renames services never runs out of ids.
+//! The control plane's limits: service and vserver ids are reused once free, and never while
+//! a flow holds them (a long-running daemon that adds, removes and renames services never
+//! runs out of ids); SNIPs beyond what the monitor core holds are refused.
 
 use std::sync::Arc;
 
@@ -133,4 +134,29 @@ fn an_id_held_by_a_flow_is_not_reused_until_the_flow_is_gone() {
     assert_eq!(d.id_of("later"), Some(old_id));
     let t = d.control.counters.totals(old_id as u32);
     assert_eq!((t.hits, t.packets), (0, 0), "a reused id starts from zero");
+}
+
+#[test]
+fn snips_beyond_the_monitor_cores_interface_are_refused() {
+    let mut d = Daemon::new();
+    // Daemon::new has one SNIP; seven more fit.
+    for i in 1..monitors::MAX_ADDRESSES {
+        d.run(&format!("add ns ip 198.18.{i}.2 255.255.255.0 -type SNIP"));
+    }
+    let reply = d
+        .control
+        .execute("add ns ip 198.18.100.2 255.255.255.0 -type SNIP");
+    assert!(
+        reply
+            .last()
+            .is_some_and(|l| l.starts_with("ERROR:") && l.contains("SNIPs")),
+        "{reply:?}"
+    );
+    assert_eq!(
+        d.tables().snips().count(),
+        monitors::MAX_ADDRESSES,
+        "nothing changed"
+    );
+    // A VIP is no SNIP: it still fits.
+    d.run("add ns ip 198.18.100.3 255.255.255.255 -type VIP");
 }
