@@ -11,248 +11,18 @@ use crate::conf::model::{
 use crate::grammar::Object;
 use crate::value::{Bounded, Name, Netmask, Oid, Port, YesNo};
 
+/// One line of the command language, by the object it acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    AddNsIp {
-        addr: Ipv4Addr,
-        netmask: Netmask,
-        settings: Vec<NsIpSetting>,
-    },
-    RmNsIp {
-        addr: Ipv4Addr,
-    },
-    AddRoute {
-        network: Ipv4Addr,
-        netmask: Netmask,
-        gateway: Ipv4Addr,
-    },
-    RmRoute {
-        network: Ipv4Addr,
-        netmask: Netmask,
-        gateway: Ipv4Addr,
-    },
-
-    AddServer {
-        name: Name,
-        addr: IpAddr,
-        settings: Vec<ServerSetting>,
-    },
-    RmServer {
-        name: Name,
-    },
-    RenameServer {
-        name: Name,
-        new_name: Name,
-    },
-    EnableServer {
-        name: Name,
-    },
-    DisableServer {
-        name: Name,
-    },
-
-    AddService {
-        name: Name,
-        server: Name,
-        service_type: ServiceType,
-        port: Port,
-        settings: Vec<ServiceSetting>,
-    },
-    SetService {
-        name: Name,
-        settings: Vec<ServiceSetting>,
-    },
-    UnsetService {
-        name: Name,
-        keys: Vec<ServiceKey>,
-    },
-    RmService {
-        name: Name,
-    },
-    RenameService {
-        name: Name,
-        new_name: Name,
-    },
-    EnableService {
-        name: Name,
-    },
-    /// `delay` and `graceful` drive the runtime drain; the configuration records DISABLED.
-    DisableService {
-        name: Name,
-        delay: Option<Seconds>,
-        graceful: YesNo,
-    },
-    AddServiceGroup {
-        name: Name,
-        service_type: ServiceType,
-        settings: Vec<ServiceSetting>,
-    },
-    SetServiceGroup {
-        name: Name,
-        settings: Vec<ServiceSetting>,
-    },
-    UnsetServiceGroup {
-        name: Name,
-        keys: Vec<ServiceKey>,
-    },
-    RmServiceGroup {
-        name: Name,
-    },
-    RenameServiceGroup {
-        name: Name,
-        new_name: Name,
-    },
-    /// `bind serviceGroup <sg> <server|IP> <port> [-weight N]`.
-    BindServiceGroupMember {
-        group: Name,
-        server: Name,
-        port: Port,
-        weight: Option<Bounded<1, 100>>,
-    },
-    UnbindServiceGroupMember {
-        group: Name,
-        server: Name,
-        port: Port,
-    },
-    BindServiceGroupMonitor {
-        group: Name,
-        monitor: Name,
-        settings: Vec<MonitorBindSetting>,
-    },
-    UnbindServiceGroupMonitor {
-        group: Name,
-        monitor: Name,
-    },
-    /// `enable serviceGroup <sg> [<server> <port>]`: the group or one member.
-    EnableServiceGroup {
-        name: Name,
-        member: Option<(Name, Port)>,
-    },
-    /// `disable serviceGroup <sg> [<server> <port>] [-delay N] [-graceFul YES]`.
-    DisableServiceGroup {
-        name: Name,
-        member: Option<(Name, Port)>,
-        delay: Option<Seconds>,
-        graceful: YesNo,
-    },
-    BindServiceMonitor {
-        service: Name,
-        monitor: Name,
-        settings: Vec<MonitorBindSetting>,
-    },
-    UnbindServiceMonitor {
-        service: Name,
-        monitor: Name,
-    },
-
-    AddLbVserver {
-        name: Name,
-        service_type: ServiceType,
-        vip: Option<(IpAddr, Port)>,
-        settings: Vec<VserverSetting>,
-    },
-    SetLbVserver {
-        name: Name,
-        settings: Vec<VserverSetting>,
-    },
-    UnsetLbVserver {
-        name: Name,
-        keys: Vec<VserverKey>,
-    },
-    RmLbVserver {
-        name: Name,
-    },
-    RenameLbVserver {
-        name: Name,
-        new_name: Name,
-    },
-    EnableLbVserver {
-        name: Name,
-    },
-    DisableLbVserver {
-        name: Name,
-    },
-    BindLbVserver {
-        vserver: Name,
-        service: Name,
-        settings: Vec<VsBindSetting>,
-    },
-    UnbindLbVserver {
-        vserver: Name,
-        service: Name,
-    },
-
-    AddLbMonitor {
-        name: Name,
-        monitor_type: MonitorType,
-        settings: Vec<MonitorSetting>,
-    },
-    SetLbMonitor {
-        name: Name,
-        monitor_type: MonitorType,
-        settings: Vec<MonitorSetting>,
-    },
-    UnsetLbMonitor {
-        name: Name,
-        monitor_type: MonitorType,
-        keys: Vec<MonitorKey>,
-    },
-    RmLbMonitor {
-        name: Name,
-        monitor_type: Option<MonitorType>,
-    },
-    RenameLbMonitor {
-        name: Name,
-        new_name: Name,
-    },
-    BindLbMonitorMetric {
-        monitor: Name,
-        metric: Name,
-        threshold: u64,
-        weight: u64,
-    },
-    UnbindLbMonitorMetric {
-        monitor: Name,
-        metric: Name,
-    },
-    /// `enable lb monitor <service> [<monitor>]`: the per-binding state; no monitor = all.
-    EnableLbMonitor {
-        service: Name,
-        monitor: Option<Name>,
-    },
-    DisableLbMonitor {
-        service: Name,
-        monitor: Option<Name>,
-    },
-
-    AddLbMetricTable {
-        name: Name,
-    },
-    RmLbMetricTable {
-        name: Name,
-    },
-    BindLbMetricTable {
-        table: Name,
-        metric: Name,
-        oid: Oid,
-    },
-    SetLbMetricTable {
-        table: Name,
-        metric: Name,
-        oid: Oid,
-    },
-    UnbindLbMetricTable {
-        table: Name,
-        metric: Name,
-    },
-
-    SetLbParameter {
-        settings: Vec<LbParameterSetting>,
-    },
-    UnsetLbParameter {
-        keys: Vec<LbParameterKey>,
-    },
-
+    NsIp(NsIpCmd),
+    Route(RouteCmd),
+    Server(ServerCmd),
+    Service(ServiceCmd),
+    ServiceGroup(ServiceGroupCmd),
+    LbVserver(VserverCmd),
+    LbMonitor(MonitorCmd),
+    LbMetricTable(MetricTableCmd),
+    LbParameter(ParameterCmd),
     SaveNsConfig,
     /// `clear ns config -force <level>`.
     ClearNsConfig {
@@ -271,6 +41,265 @@ pub enum Command {
     Help {
         topic: Option<String>,
     },
+}
+
+/// `ns ip`: the engine's own addresses (SNIPs, VIPs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NsIpCmd {
+    Add {
+        addr: Ipv4Addr,
+        netmask: Netmask,
+        settings: Vec<NsIpSetting>,
+    },
+    Rm {
+        addr: Ipv4Addr,
+    },
+}
+
+/// `route`: static routes toward services behind a gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteCmd {
+    Add {
+        network: Ipv4Addr,
+        netmask: Netmask,
+        gateway: Ipv4Addr,
+    },
+    Rm {
+        network: Ipv4Addr,
+        netmask: Netmask,
+        gateway: Ipv4Addr,
+    },
+}
+
+/// `server`: a backend host by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerCmd {
+    Add {
+        name: Name,
+        addr: IpAddr,
+        settings: Vec<ServerSetting>,
+    },
+    Rm {
+        name: Name,
+    },
+    Rename {
+        name: Name,
+        new_name: Name,
+    },
+    Enable {
+        name: Name,
+    },
+    Disable {
+        name: Name,
+    },
+}
+
+/// `service`: a server's port of one type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceCmd {
+    Add {
+        name: Name,
+        server: Name,
+        service_type: ServiceType,
+        port: Port,
+        settings: Vec<ServiceSetting>,
+    },
+    Set {
+        name: Name,
+        settings: Vec<ServiceSetting>,
+    },
+    Unset {
+        name: Name,
+        keys: Vec<ServiceKey>,
+    },
+    Rm {
+        name: Name,
+    },
+    Rename {
+        name: Name,
+        new_name: Name,
+    },
+    Enable {
+        name: Name,
+    },
+    /// `delay` and `graceful` drive the runtime drain; the configuration records DISABLED.
+    Disable {
+        name: Name,
+        delay: Option<Seconds>,
+        graceful: YesNo,
+    },
+    BindMonitor {
+        service: Name,
+        monitor: Name,
+        settings: Vec<MonitorBindSetting>,
+    },
+    UnbindMonitor {
+        service: Name,
+        monitor: Name,
+    },
+}
+
+/// `serviceGroup`: services made from one template, one per member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceGroupCmd {
+    Add {
+        name: Name,
+        service_type: ServiceType,
+        settings: Vec<ServiceSetting>,
+    },
+    Set {
+        name: Name,
+        settings: Vec<ServiceSetting>,
+    },
+    Unset {
+        name: Name,
+        keys: Vec<ServiceKey>,
+    },
+    Rm {
+        name: Name,
+    },
+    Rename {
+        name: Name,
+        new_name: Name,
+    },
+    /// `bind serviceGroup <sg> <server|IP> <port> [-weight N]`.
+    BindMember {
+        group: Name,
+        server: Name,
+        port: Port,
+        weight: Option<Bounded<1, 100>>,
+    },
+    UnbindMember {
+        group: Name,
+        server: Name,
+        port: Port,
+    },
+    BindMonitor {
+        group: Name,
+        monitor: Name,
+        settings: Vec<MonitorBindSetting>,
+    },
+    UnbindMonitor {
+        group: Name,
+        monitor: Name,
+    },
+    /// `enable serviceGroup <sg> [<server> <port>]`: the group or one member.
+    Enable {
+        name: Name,
+        member: Option<(Name, Port)>,
+    },
+    /// `disable serviceGroup <sg> [<server> <port>] [-delay N] [-graceFul YES]`.
+    Disable {
+        name: Name,
+        member: Option<(Name, Port)>,
+        delay: Option<Seconds>,
+        graceful: YesNo,
+    },
+}
+
+/// `lb vserver`: a VIP, its method and its bound services.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VserverCmd {
+    Add {
+        name: Name,
+        service_type: ServiceType,
+        vip: Option<(IpAddr, Port)>,
+        settings: Vec<VserverSetting>,
+    },
+    Set {
+        name: Name,
+        settings: Vec<VserverSetting>,
+    },
+    Unset {
+        name: Name,
+        keys: Vec<VserverKey>,
+    },
+    Rm {
+        name: Name,
+    },
+    Rename {
+        name: Name,
+        new_name: Name,
+    },
+    Enable {
+        name: Name,
+    },
+    Disable {
+        name: Name,
+    },
+    Bind {
+        vserver: Name,
+        service: Name,
+        settings: Vec<VsBindSetting>,
+    },
+    Unbind {
+        vserver: Name,
+        service: Name,
+    },
+}
+
+/// `lb monitor`: health and load probes, and their bindings' states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MonitorCmd {
+    Add {
+        name: Name,
+        monitor_type: MonitorType,
+        settings: Vec<MonitorSetting>,
+    },
+    Set {
+        name: Name,
+        monitor_type: MonitorType,
+        settings: Vec<MonitorSetting>,
+    },
+    Unset {
+        name: Name,
+        monitor_type: MonitorType,
+        keys: Vec<MonitorKey>,
+    },
+    Rm {
+        name: Name,
+        monitor_type: Option<MonitorType>,
+    },
+    Rename {
+        name: Name,
+        new_name: Name,
+    },
+    BindMetric {
+        monitor: Name,
+        metric: Name,
+        threshold: u64,
+        weight: u64,
+    },
+    UnbindMetric {
+        monitor: Name,
+        metric: Name,
+    },
+    /// `enable lb monitor <service> [<monitor>]`: the per-binding state; no monitor = all.
+    Enable {
+        service: Name,
+        monitor: Option<Name>,
+    },
+    Disable {
+        service: Name,
+        monitor: Option<Name>,
+    },
+}
+
+/// `lb metricTable`: SNMP OIDs for LOAD monitors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetricTableCmd {
+    Add { name: Name },
+    Rm { name: Name },
+    Bind { table: Name, metric: Name, oid: Oid },
+    Set { table: Name, metric: Name, oid: Oid },
+    Unbind { table: Name, metric: Name },
+}
+
+/// `lb parameter`: engine-wide balancing settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParameterCmd {
+    Set { settings: Vec<LbParameterSetting> },
+    Unset { keys: Vec<LbParameterKey> },
 }
 
 impl Command {

@@ -2,7 +2,10 @@
 //! arguments, options, help and how it becomes a [`Command`]. The parser, `help` and shell
 //! completion all read this table.
 
-use crate::command::{Command, DEFAULT_METRIC_WEIGHT};
+use crate::command::{
+    Command, DEFAULT_METRIC_WEIGHT, MetricTableCmd, MonitorCmd, NsIpCmd, ParameterCmd, RouteCmd,
+    ServerCmd, ServiceCmd, ServiceGroupCmd, VserverCmd,
+};
 use crate::conf::model::{
     LbParameterSettings, MonitorBindSettings, MonitorSettings, NsIpSettings, OutputFormat,
     ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
@@ -248,63 +251,63 @@ pub static COMMANDS: &[CommandSpec] = &[
     // ns ip, route
     cmd!(Add NsIp, &[req::<std::net::Ipv4Addr>("IPAddress"), req::<crate::value::Netmask>("netmask")],
         &[NsIpSettings::OPTIONS], "Add a SNIP or VIP",
-        |a| Ok(Command::AddNsIp { addr: a.pos(0)?, netmask: a.pos(1)?, settings: a.settings::<NsIpSettings>()? })),
+        |a| Ok(Command::NsIp(NsIpCmd::Add { addr: a.pos(0)?, netmask: a.pos(1)?, settings: a.settings::<NsIpSettings>()? }))),
     cmd!(Rm NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], NONE, "Remove a SNIP or VIP",
-        |a| Ok(Command::RmNsIp { addr: a.pos(0)? })),
+        |a| Ok(Command::NsIp(NsIpCmd::Rm { addr: a.pos(0)? }))),
     cmd!(Show NsIp, &[], OUTPUT, "Show the SNIPs and VIPs",
         |a| Ok(Command::Show { object: Object::NsIp, name: None, format: output(a)? })),
     cmd!(Add Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
         NONE, "Add a static route",
-        |a| Ok(Command::AddRoute { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? })),
+        |a| Ok(Command::Route(RouteCmd::Add { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? }))),
     cmd!(Rm Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
         NONE, "Remove a static route",
-        |a| Ok(Command::RmRoute { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? })),
+        |a| Ok(Command::Route(RouteCmd::Rm { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? }))),
     cmd!(Show Route, &[], OUTPUT, "Show the routes",
         |a| Ok(Command::Show { object: Object::Route, name: None, format: output(a)? })),
     // server
     cmd!(Add Server, &[req::<Name>("name"), req::<std::net::IpAddr>("IPAddress")], &[ServerSettings::OPTIONS],
-        "Add a server", |a| Ok(Command::AddServer { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? })),
-    cmd!(Rm Server, NAME, NONE, "Remove a server (no service may use it)", |a| Ok(Command::RmServer { name: a.pos(0)? })),
-    cmd!(Rename Server, RENAME, NONE, "Rename a server", |a| Ok(Command::RenameServer { name: a.pos(0)?, new_name: a.pos(1)? })),
-    cmd!(Enable Server, NAME, NONE, "Enable a server", |a| Ok(Command::EnableServer { name: a.pos(0)? })),
-    cmd!(Disable Server, NAME, NONE, "Disable a server", |a| Ok(Command::DisableServer { name: a.pos(0)? })),
+        "Add a server", |a| Ok(Command::Server(ServerCmd::Add { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? }))),
+    cmd!(Rm Server, NAME, NONE, "Remove a server (no service may use it)", |a| Ok(Command::Server(ServerCmd::Rm { name: a.pos(0)? }))),
+    cmd!(Rename Server, RENAME, NONE, "Rename a server", |a| Ok(Command::Server(ServerCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
+    cmd!(Enable Server, NAME, NONE, "Enable a server", |a| Ok(Command::Server(ServerCmd::Enable { name: a.pos(0)? }))),
+    cmd!(Disable Server, NAME, NONE, "Disable a server", |a| Ok(Command::Server(ServerCmd::Disable { name: a.pos(0)? }))),
     cmd!(Show Server, SHOW_NAME, OUTPUT, "Show servers",
         |a| Ok(Command::Show { object: Object::Server, name: a.pos_opt(0)?, format: output(a)? })),
     // service
     cmd!(Add Service, &[req::<Name>("name"), req::<Name>("IP | serverName"), req::<crate::conf::model::ServiceType>("serviceType"), req::<crate::value::Port>("port")],
     &[ServiceSettings::OPTIONS], "Add a service",
-    |a| Ok(Command::AddService {
+    |a| Ok(Command::Service(ServiceCmd::Add {
         name: a.pos(0)?,
         server: a.pos(1)?,
         service_type: a.pos(2)?,
         port: a.pos(3)?,
         settings: a.settings::<ServiceSettings>()?,
-    })),
+    }))),
     cmd!(Set Service, NAME, &[ServiceSettings::OPTIONS], "Change a service",
-        |a| Ok(Command::SetService { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? })),
+        |a| Ok(Command::Service(ServiceCmd::Set { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? }))),
     cmd!(unset Service, NAME, &[ServiceSettings::OPTIONS], "Return service options to their defaults",
-        |a| Ok(Command::UnsetService { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? })),
-    cmd!(Rm Service, NAME, NONE, "Remove a service (and its bindings)", |a| Ok(Command::RmService { name: a.pos(0)? })),
-    cmd!(Rename Service, RENAME, NONE, "Rename a service", |a| Ok(Command::RenameService { name: a.pos(0)?, new_name: a.pos(1)? })),
-    cmd!(Enable Service, NAME, NONE, "Enable a service", |a| Ok(Command::EnableService { name: a.pos(0)? })),
+        |a| Ok(Command::Service(ServiceCmd::Unset { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? }))),
+    cmd!(Rm Service, NAME, NONE, "Remove a service (and its bindings)", |a| Ok(Command::Service(ServiceCmd::Rm { name: a.pos(0)? }))),
+    cmd!(Rename Service, RENAME, NONE, "Rename a service", |a| Ok(Command::Service(ServiceCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
+    cmd!(Enable Service, NAME, NONE, "Enable a service", |a| Ok(Command::Service(ServiceCmd::Enable { name: a.pos(0)? }))),
     cmd!(Disable Service, &[req::<Name>("name"), opt::<crate::conf::model::Seconds>("delay")], &[DisableServiceOpts::OPTIONS],
     "Take a service out of service, at once, after a delay, or gracefully",
-    |a| Ok(Command::DisableService {
+    |a| Ok(Command::Service(ServiceCmd::Disable {
         name: a.pos(0)?,
         delay: a.pos_opt(1)?,
         graceful: DisableServiceOpts::default().with(&a.settings::<DisableServiceOpts>()?).graceful,
-    })),
+    }))),
     cmd!(Bind Service, NAME, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS], "Bind a monitor to a service",
-    |a| Ok(Command::BindServiceMonitor {
+    |a| Ok(Command::Service(ServiceCmd::BindMonitor {
         service: a.pos(0)?,
         monitor: MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name.ok_or_else(|| missing("monitorName"))?,
         settings: a.settings::<MonitorBindSettings>()?,
-    })),
+    }))),
     cmd!(Unbind Service, NAME, &[MonitorNameOpt::OPTIONS], "Unbind a monitor from a service",
-    |a| Ok(Command::UnbindServiceMonitor {
+    |a| Ok(Command::Service(ServiceCmd::UnbindMonitor {
         service: a.pos(0)?,
         monitor: MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name.ok_or_else(|| missing("monitorName"))?,
-    })),
+    }))),
     cmd!(Show Service, SHOW_NAME, OUTPUT, "Show services",
         |a| Ok(Command::Show { object: Object::Service, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Stat Service, SHOW_NAME, OUTPUT, "Service statistics",
@@ -312,15 +315,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     // serviceGroup
     cmd!(Add ServiceGroup, &[req::<Name>("serviceGroupName"), req::<crate::conf::model::ServiceType>("serviceType")],
         &[ServiceSettings::OPTIONS], "Add a service group (its members share type, settings and monitors)",
-        |a| Ok(Command::AddServiceGroup { name: a.pos(0)?, service_type: a.pos(1)?, settings: a.settings::<ServiceSettings>()? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Add { name: a.pos(0)?, service_type: a.pos(1)?, settings: a.settings::<ServiceSettings>()? }))),
     cmd!(Set ServiceGroup, NAME, &[ServiceSettings::OPTIONS], "Change a service group (all its members)",
-        |a| Ok(Command::SetServiceGroup { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Set { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? }))),
     cmd!(unset ServiceGroup, NAME, &[ServiceSettings::OPTIONS], "Return service group options to their defaults",
-        |a| Ok(Command::UnsetServiceGroup { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Unset { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? }))),
     cmd!(Rm ServiceGroup, NAME, NONE, "Remove a service group (its members and bindings)",
-        |a| Ok(Command::RmServiceGroup { name: a.pos(0)? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Rm { name: a.pos(0)? }))),
     cmd!(Rename ServiceGroup, RENAME, NONE, "Rename a service group",
-        |a| Ok(Command::RenameServiceGroup { name: a.pos(0)?, new_name: a.pos(1)? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
     cmd!(Bind ServiceGroup, GROUP_MEMBER, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS],
     "Bind a member (server and port, -weight) or a monitor (-monitorName) to a service group",
     |a| {
@@ -338,9 +341,9 @@ pub static COMMANDS: &[CommandSpec] = &[
                             .with_detail("Monitor options need -monitorName")),
                     }
                 }
-                Ok(Command::BindServiceGroupMember { group, server, port, weight })
+                Ok(Command::ServiceGroup(ServiceGroupCmd::BindMember { group, server, port, weight }))
             }
-            (None, Some(monitor)) => Ok(Command::BindServiceGroupMonitor { group, monitor, settings }),
+            (None, Some(monitor)) => Ok(Command::ServiceGroup(ServiceGroupCmd::BindMonitor { group, monitor, settings })),
             (None, None) => Err(missing("serverName")),
             (Some(_), Some(_)) => Err(CliError::arg(ErrorKind::InvalidArgumentValue, "monitorName")
                 .with_detail("Bind a member or a monitor, not both")),
@@ -352,20 +355,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         let group = a.pos(0)?;
         let monitor = MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name;
         match (group_member(a)?, monitor) {
-            (Some((server, port)), None) => Ok(Command::UnbindServiceGroupMember { group, server, port }),
-            (None, Some(monitor)) => Ok(Command::UnbindServiceGroupMonitor { group, monitor }),
+            (Some((server, port)), None) => Ok(Command::ServiceGroup(ServiceGroupCmd::UnbindMember { group, server, port })),
+            (None, Some(monitor)) => Ok(Command::ServiceGroup(ServiceGroupCmd::UnbindMonitor { group, monitor })),
             (None, None) => Err(missing("serverName")),
             (Some(_), Some(_)) => Err(CliError::arg(ErrorKind::InvalidArgumentValue, "monitorName")
                 .with_detail("Unbind a member or a monitor, not both")),
         }
     }),
     cmd!(Enable ServiceGroup, GROUP_MEMBER, NONE, "Enable a service group or one member",
-        |a| Ok(Command::EnableServiceGroup { name: a.pos(0)?, member: group_member(a)? })),
+        |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Enable { name: a.pos(0)?, member: group_member(a)? }))),
     cmd!(Disable ServiceGroup, GROUP_MEMBER, &[DisableGroupOpts::OPTIONS],
     "Take a service group or one member out of service, at once, after -delay, or gracefully",
     |a| {
         let o = DisableGroupOpts::default().with(&a.settings::<DisableGroupOpts>()?);
-        Ok(Command::DisableServiceGroup { name: a.pos(0)?, member: group_member(a)?, delay: o.delay, graceful: o.graceful })
+        Ok(Command::ServiceGroup(ServiceGroupCmd::Disable { name: a.pos(0)?, member: group_member(a)?, delay: o.delay, graceful: o.graceful }))
     }),
     cmd!(Show ServiceGroup, SHOW_NAME, OUTPUT, "Show service groups",
         |a| Ok(Command::Show { object: Object::ServiceGroup, name: a.pos_opt(0)?, format: output(a)? })),
@@ -381,22 +384,22 @@ pub static COMMANDS: &[CommandSpec] = &[
             (Some(_), None) => return Err(missing("port")),
             (None, Some(_)) => return Err(missing("IPAddress")),
         };
-        Ok(Command::AddLbVserver { name: a.pos(0)?, service_type: a.pos(1)?, vip, settings: a.settings::<VserverSettings>()? })
+        Ok(Command::LbVserver(VserverCmd::Add { name: a.pos(0)?, service_type: a.pos(1)?, vip, settings: a.settings::<VserverSettings>()? }))
     }),
     cmd!(Set LbVserver, NAME, &[VserverSettings::OPTIONS], "Change a virtual server",
-        |a| Ok(Command::SetLbVserver { name: a.pos(0)?, settings: a.settings::<VserverSettings>()? })),
+        |a| Ok(Command::LbVserver(VserverCmd::Set { name: a.pos(0)?, settings: a.settings::<VserverSettings>()? }))),
     cmd!(unset LbVserver, NAME, &[VserverSettings::OPTIONS], "Return virtual server options to their defaults",
-        |a| Ok(Command::UnsetLbVserver { name: a.pos(0)?, keys: a.keys::<VserverSettings>()? })),
-    cmd!(Rm LbVserver, NAME, NONE, "Remove a virtual server", |a| Ok(Command::RmLbVserver { name: a.pos(0)? })),
-    cmd!(Rename LbVserver, RENAME, NONE, "Rename a virtual server", |a| Ok(Command::RenameLbVserver { name: a.pos(0)?, new_name: a.pos(1)? })),
-    cmd!(Enable LbVserver, NAME, NONE, "Enable a virtual server", |a| Ok(Command::EnableLbVserver { name: a.pos(0)? })),
-    cmd!(Disable LbVserver, NAME, NONE, "Disable a virtual server", |a| Ok(Command::DisableLbVserver { name: a.pos(0)? })),
+        |a| Ok(Command::LbVserver(VserverCmd::Unset { name: a.pos(0)?, keys: a.keys::<VserverSettings>()? }))),
+    cmd!(Rm LbVserver, NAME, NONE, "Remove a virtual server", |a| Ok(Command::LbVserver(VserverCmd::Rm { name: a.pos(0)? }))),
+    cmd!(Rename LbVserver, RENAME, NONE, "Rename a virtual server", |a| Ok(Command::LbVserver(VserverCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
+    cmd!(Enable LbVserver, NAME, NONE, "Enable a virtual server", |a| Ok(Command::LbVserver(VserverCmd::Enable { name: a.pos(0)? }))),
+    cmd!(Disable LbVserver, NAME, NONE, "Disable a virtual server", |a| Ok(Command::LbVserver(VserverCmd::Disable { name: a.pos(0)? }))),
     cmd!(Bind LbVserver, &[req::<Name>("name"), req::<Name>("serviceName")], &[VsBindSettings::OPTIONS],
         "Bind a service to a virtual server",
-        |a| Ok(Command::BindLbVserver { vserver: a.pos(0)?, service: a.pos(1)?, settings: a.settings::<VsBindSettings>()? })),
+        |a| Ok(Command::LbVserver(VserverCmd::Bind { vserver: a.pos(0)?, service: a.pos(1)?, settings: a.settings::<VsBindSettings>()? }))),
     cmd!(Unbind LbVserver, &[req::<Name>("name"), req::<Name>("serviceName")], NONE,
         "Unbind a service from a virtual server",
-        |a| Ok(Command::UnbindLbVserver { vserver: a.pos(0)?, service: a.pos(1)? })),
+        |a| Ok(Command::LbVserver(VserverCmd::Unbind { vserver: a.pos(0)?, service: a.pos(1)? }))),
     cmd!(Show LbVserver, SHOW_NAME, OUTPUT, "Show virtual servers",
         |a| Ok(Command::Show { object: Object::LbVserver, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Stat LbVserver, SHOW_NAME, OUTPUT, "Virtual server statistics",
@@ -404,64 +407,64 @@ pub static COMMANDS: &[CommandSpec] = &[
     // lb monitor
     cmd!(Add LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
         "Add a monitor",
-        |a| Ok(Command::AddLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Add { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? }))),
     cmd!(Set LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
         "Change a monitor",
-        |a| Ok(Command::SetLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Set { name: a.pos(0)?, monitor_type: a.pos(1)?, settings: a.settings::<MonitorSettings>()? }))),
     cmd!(unset LbMonitor, &[req::<Name>("monitorName"), req::<crate::conf::model::MonitorType>("type")], &[MonitorSettings::OPTIONS],
         "Return monitor options to their defaults",
-        |a| Ok(Command::UnsetLbMonitor { name: a.pos(0)?, monitor_type: a.pos(1)?, keys: a.keys::<MonitorSettings>()? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Unset { name: a.pos(0)?, monitor_type: a.pos(1)?, keys: a.keys::<MonitorSettings>()? }))),
     cmd!(Rm LbMonitor, &[req::<Name>("monitorName"), opt::<crate::conf::model::MonitorType>("type")], NONE,
         "Remove a monitor (it must not be bound)",
-        |a| Ok(Command::RmLbMonitor { name: a.pos(0)?, monitor_type: a.pos_opt(1)? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Rm { name: a.pos(0)?, monitor_type: a.pos_opt(1)? }))),
     cmd!(Rename LbMonitor, RENAME, NONE, "Rename a monitor",
-        |a| Ok(Command::RenameLbMonitor { name: a.pos(0)?, new_name: a.pos(1)? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
     cmd!(Bind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
     "Bind a metric to a LOAD monitor",
     |a| {
         let o = MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?);
-        Ok(Command::BindLbMonitorMetric {
+        Ok(Command::LbMonitor(MonitorCmd::BindMetric {
             monitor: a.pos(0)?,
             metric: o.metric.ok_or_else(|| missing("metric"))?,
             threshold: o.metric_threshold.ok_or_else(|| missing("metricThreshold"))?.get(),
             weight: o.metric_weight.get(),
-        })
+        }))
     }),
     cmd!(Unbind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
     "Unbind a metric from a LOAD monitor",
-    |a| Ok(Command::UnbindLbMonitorMetric {
+    |a| Ok(Command::LbMonitor(MonitorCmd::UnbindMetric {
         monitor: a.pos(0)?,
         metric: MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?).metric.ok_or_else(|| missing("metric"))?,
-    })),
+    }))),
     cmd!(Enable LbMonitor, &[req::<Name>("serviceName"), opt::<Name>("monitorName")], NONE,
         "Enable monitor bindings of a service",
-        |a| Ok(Command::EnableLbMonitor { service: a.pos(0)?, monitor: a.pos_opt(1)? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Enable { service: a.pos(0)?, monitor: a.pos_opt(1)? }))),
     cmd!(Disable LbMonitor, &[req::<Name>("serviceName"), opt::<Name>("monitorName")], NONE,
         "Disable monitor bindings of a service",
-        |a| Ok(Command::DisableLbMonitor { service: a.pos(0)?, monitor: a.pos_opt(1)? })),
+        |a| Ok(Command::LbMonitor(MonitorCmd::Disable { service: a.pos(0)?, monitor: a.pos_opt(1)? }))),
     cmd!(Show LbMonitor, SHOW_NAME, OUTPUT, "Show monitors",
         |a| Ok(Command::Show { object: Object::LbMonitor, name: a.pos_opt(0)?, format: output(a)? })),
     // lb metricTable
     cmd!(Add LbMetricTable, &[req::<Name>("metricTable")], NONE, "Add a metric table",
-        |a| Ok(Command::AddLbMetricTable { name: a.pos(0)? })),
+        |a| Ok(Command::LbMetricTable(MetricTableCmd::Add { name: a.pos(0)? }))),
     cmd!(Rm LbMetricTable, &[req::<Name>("metricTable")], NONE, "Remove a metric table (no monitor may use it)",
-        |a| Ok(Command::RmLbMetricTable { name: a.pos(0)? })),
+        |a| Ok(Command::LbMetricTable(MetricTableCmd::Rm { name: a.pos(0)? }))),
     cmd!(Bind LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric"), req::<crate::value::Oid>("SNMPOID")], NONE,
         "Add a metric (name and SNMP OID) to a table",
-        |a| Ok(Command::BindLbMetricTable { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? })),
+        |a| Ok(Command::LbMetricTable(MetricTableCmd::Bind { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? }))),
     cmd!(Set LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric"), req::<crate::value::Oid>("SNMPOID")], NONE,
         "Change the OID of a metric",
-        |a| Ok(Command::SetLbMetricTable { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? })),
+        |a| Ok(Command::LbMetricTable(MetricTableCmd::Set { table: a.pos(0)?, metric: a.pos(1)?, oid: a.pos(2)? }))),
     cmd!(Unbind LbMetricTable, &[req::<Name>("metricTable"), req::<Name>("metric")], NONE,
         "Remove a metric from a table",
-        |a| Ok(Command::UnbindLbMetricTable { table: a.pos(0)?, metric: a.pos(1)? })),
+        |a| Ok(Command::LbMetricTable(MetricTableCmd::Unbind { table: a.pos(0)?, metric: a.pos(1)? }))),
     cmd!(Show LbMetricTable, SHOW_NAME, OUTPUT, "Show metric tables",
         |a| Ok(Command::Show { object: Object::LbMetricTable, name: a.pos_opt(0)?, format: output(a)? })),
     // lb parameter, ns config
     cmd!(Set LbParameter, &[], &[LbParameterSettings::OPTIONS], "Change global load-balancing parameters",
-        |a| Ok(Command::SetLbParameter { settings: a.settings::<LbParameterSettings>()? })),
+        |a| Ok(Command::LbParameter(ParameterCmd::Set { settings: a.settings::<LbParameterSettings>()? }))),
     cmd!(unset LbParameter, &[], &[LbParameterSettings::OPTIONS], "Return global parameters to their defaults",
-        |a| Ok(Command::UnsetLbParameter { keys: a.keys::<LbParameterSettings>()? })),
+        |a| Ok(Command::LbParameter(ParameterCmd::Unset { keys: a.keys::<LbParameterSettings>()? }))),
     cmd!(Show LbPersistentSessions, &[opt::<Name>("vServer")], OUTPUT, "Show the live SOURCEIP persistence sessions",
         |a| Ok(Command::Show { object: Object::LbPersistentSessions, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Show LbParameter, &[], OUTPUT, "Show global load-balancing parameters",

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use ctl::command::Command;
+use ctl::command::{Command, ServiceCmd, ServiceGroupCmd};
 use ctl::conf::{self, Config, LbMethod};
 use ctl::error::{CliError, ErrorKind};
 use ctl::grammar::{help, parse_line};
@@ -368,34 +368,35 @@ fn drains_after(
     let mut next = drains.clone();
     for cmd in cmds {
         match cmd {
-            Command::DisableService {
+            Command::Service(ServiceCmd::Disable {
                 name,
                 delay,
                 graceful,
-            } => {
+            }) => {
                 let drain = Drain::new(now_ms, delay.map(|d| d.get()), graceful.is_yes());
                 next.insert(name.0.clone(), drain);
             }
-            Command::EnableService { name } | Command::RmService { name } => {
+            Command::Service(ServiceCmd::Enable { name })
+            | Command::Service(ServiceCmd::Rm { name }) => {
                 next.remove(name.as_str());
             }
-            Command::DisableServiceGroup {
+            Command::ServiceGroup(ServiceGroupCmd::Disable {
                 name,
                 member,
                 delay,
                 graceful,
-            } => {
+            }) => {
                 let drain = Drain::new(now_ms, delay.map(|d| d.get()), graceful.is_yes());
                 for service in group_services(config, name, member.as_ref()) {
                     next.insert(service, drain);
                 }
             }
-            Command::EnableServiceGroup { name, member } => {
+            Command::ServiceGroup(ServiceGroupCmd::Enable { name, member }) => {
                 for service in group_services(config, name, member.as_ref()) {
                     next.remove(&service);
                 }
             }
-            Command::RenameService { name, new_name } => {
+            Command::Service(ServiceCmd::Rename { name, new_name }) => {
                 if let Some(d) = next.remove(name.as_str()) {
                     next.insert(new_name.0.clone(), d);
                 }

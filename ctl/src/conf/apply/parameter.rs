@@ -1,0 +1,41 @@
+//! `set/unset lb parameter` and `clear ns config`.
+
+use super::super::Config;
+use super::super::model::*;
+use crate::command::ParameterCmd;
+use crate::error::Result;
+use crate::settings::Settings;
+
+impl Config {
+    pub(super) fn apply_parameter(&mut self, cmd: &ParameterCmd) -> Result<()> {
+        match cmd {
+            ParameterCmd::Set { settings } => {
+                self.lb_parameter = self.lb_parameter.clone().with(settings);
+            }
+            ParameterCmd::Unset { keys } => {
+                for k in keys {
+                    self.lb_parameter.reset(*k);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `clear ns config -force <level>`: basic keeps the IPs, routes and `lb parameter`,
+    /// extended the IPs and routes, full nothing.
+    pub(super) fn clear(&mut self, level: ClearLevel) {
+        let (ips, routes, parameter) = (
+            std::mem::take(&mut self.ns_ips),
+            std::mem::take(&mut self.routes),
+            self.lb_parameter.clone(),
+        );
+        *self = Config::default();
+        if level != ClearLevel::Full {
+            self.ns_ips = ips;
+            self.routes = routes;
+        }
+        if level == ClearLevel::Basic {
+            self.lb_parameter = parameter;
+        }
+    }
+}

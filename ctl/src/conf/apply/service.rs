@@ -1,0 +1,116 @@
+//! `service`: a server's port of one type, its settings and monitor bindings.
+
+use super::super::Config;
+use super::super::model::*;
+use super::{bind_monitor, check_port, exists, no_such, rename_in, set_in, state, unset_in};
+use crate::command::ServiceCmd;
+use crate::error::{CliError, ErrorKind, Result};
+use crate::settings::Settings;
+
+impl Config {
+    pub(super) fn apply_service(&mut self, cmd: &ServiceCmd) -> Result<()> {
+        match cmd {
+            ServiceCmd::Add {
+                name,
+                server,
+                service_type,
+                port,
+                settings,
+            } => {
+                if self.services.contains_key(name.as_str())
+                    || self.service_groups.contains_key(name.as_str())
+                {
+                    return Err(exists("name", name.as_str()));
+                }
+                if !name
+                    .as_str()
+                    .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                {
+                    return Err(CliError::arg_value(
+                        ErrorKind::InvalidArgumentValue,
+                        "name",
+                        name.as_str(),
+                    )
+                    .with_detail("Service names must start with a letter or _"));
+                }
+                check_port(*service_type, *port)?;
+                // A bare IP creates (or reuses) a server, as NetScaler does.
+                let (server_name, new_server) = self.server_for(server)?;
+                let service = Service {
+                    name: name.clone(),
+                    server: server_name,
+                    service_type: *service_type,
+                    port: *port,
+                    settings: ServiceSettings::default().with(settings),
+                    monitors: Vec::new(),
+                    group: None,
+                };
+                if let Some(s) = new_server {
+                    self.servers.insert(s.name.0.clone(), s);
+                }
+                self.services.insert(name.0.clone(), service);
+            }
+            ServiceCmd::Set { name, settings } => {
+                set_in(&mut self.services, name, settings, no_such("name", name))?;
+            }
+            ServiceCmd::Unset { name, keys } => {
+                unset_in(&mut self.services, name, keys, no_such("name", name))?;
+            }
+            ServiceCmd::Rm { name } => {
+                self.service("name", name.as_str())?;
+                for vs in self.vservers.values_mut() {
+                    vs.bindings.retain(|b| b.service != *name);
+                }
+                self.services.shift_remove(name.as_str());
+            }
+            ServiceCmd::Rename { name, new_name } => {
+                let taken = self.service_groups.contains_key(new_name.as_str());
+                rename_in(&mut self.services, name, new_name, taken)?;
+                for b in self
+                    .vservers
+                    .values_mut()
+                    .flat_map(|v| v.bindings.iter_mut())
+                    .filter(|b| b.service == *name)
+                {
+                    b.service = new_name.clone();
+                }
+            }
+            ServiceCmd::Enable { name } | ServiceCmd::Disable { name, .. } => {
+                self.service("name", name.as_str())?;
+                let enable = matches!(cmd, ServiceCmd::Enable { .. });
+                self.services[name.as_str()].settings.state = state(enable);
+            }
+            ServiceCmd::BindMonitor {
+                service,
+                monitor,
+                settings,
+            } => {
+                self.service("name", service.as_str())?;
+                self.monitor("monitorName", monitor.as_str())?;
+                let bindings = &mut self.services[service.as_str()].monitors;
+                bind_monitor(bindings, monitor, settings)?;
+            }
+            ServiceCmd::UnbindMonitor { service, monitor } => {
+                let svc = self.service("name", service.as_str())?;
+                match svc.monitors.iter().position(|b| b.monitor == *monitor) {
+                    Some(i) => {
+                        self.services[service.as_str()].monitors.remove(i);
+                    }
+                    None if svc.monitors.is_empty()
+                        && monitor.as_str() == svc.default_monitor() =>
+                    {
+                        return Err(CliError::new(ErrorKind::DefaultMonitorUnbind));
+                    }
+                    None => {
+                        return Err(CliError::arg_value(
+                            ErrorKind::ResourceNotBound,
+                            "monitorName",
+                            monitor.as_str(),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

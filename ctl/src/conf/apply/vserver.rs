@@ -1,0 +1,159 @@
+//! `lb vserver`: VIPs, their methods and their bound services.
+
+use std::net::IpAddr;
+
+use super::super::Config;
+use super::super::model::*;
+use super::{check_port, exists, no_such, rename_in, require_ipv4, set_in, state, unset_in};
+use crate::command::VserverCmd;
+use crate::error::{CliError, ErrorKind, Result};
+use crate::settings::Settings;
+use crate::value::Port;
+
+/// Whether two types' transports can collide on one address and port.
+fn transports_overlap(a: ServiceType, b: ServiceType) -> bool {
+    let (a, b) = (a.transport(), b.transport());
+    a == b || a == Transport::Any || b == Transport::Any
+}
+
+impl Config {
+    pub(super) fn apply_vserver(&mut self, cmd: &VserverCmd) -> Result<()> {
+        match cmd {
+            VserverCmd::Add {
+                name,
+                service_type,
+                vip,
+                settings,
+            } => {
+                if self.vservers.contains_key(name.as_str()) {
+                    return Err(exists("name", name.as_str()));
+                }
+                if let Some((ip, port)) = vip {
+                    require_ipv4("IPAddress", *ip)?;
+                    check_port(*service_type, *port)?;
+                    self.check_vip_free(None, *service_type, *ip, *port)?;
+                }
+                let vs = Vserver {
+                    name: name.clone(),
+                    service_type: *service_type,
+                    vip: *vip,
+                    settings: VserverSettings::default().with(settings),
+                    bindings: Vec::new(),
+                };
+                self.vservers.insert(name.0.clone(), vs);
+            }
+            VserverCmd::Set { name, settings } => {
+                set_in(&mut self.vservers, name, settings, no_such("name", name))?;
+            }
+            VserverCmd::Unset { name, keys } => {
+                unset_in(&mut self.vservers, name, keys, no_such("name", name))?;
+            }
+            VserverCmd::Rm { name } => {
+                self.vserver("name", name.as_str())?;
+                self.vservers.shift_remove(name.as_str());
+            }
+            VserverCmd::Rename { name, new_name } => {
+                rename_in(&mut self.vservers, name, new_name, false)?;
+            }
+            VserverCmd::Enable { name } | VserverCmd::Disable { name } => {
+                self.vserver("name", name.as_str())?;
+                let enable = matches!(cmd, VserverCmd::Enable { .. });
+                self.vservers[name.as_str()].settings.state = state(enable);
+            }
+            VserverCmd::Bind {
+                vserver,
+                service,
+                settings,
+            } => {
+                let vs = self.vserver("name", vserver.as_str())?;
+                let service_type = match self.service_groups.get(service.as_str()) {
+                    // A group's members carry their own weights (NetScaler refuses one here).
+                    Some(_) if !settings.is_empty() => {
+                        return Err(CliError::arg_value(
+                            ErrorKind::InvalidArgumentValue,
+                            "weight",
+                            service.as_str(),
+                        )
+                        .with_detail(
+                            "Argument pre-requisite missing: set weights on the service group's members",
+                        ));
+                    }
+                    Some(g) => g.service_type,
+                    None => self.service("serviceName", service.as_str())?.service_type,
+                };
+                if vs.bindings.iter().any(|b| b.service == *service) {
+                    return Err(CliError::arg_value(
+                        ErrorKind::ResourceAlreadyBound,
+                        "serviceName",
+                        service.as_str(),
+                    ));
+                }
+                if vs.service_type.transport() != service_type.transport() {
+                    return Err(CliError::arg_value(
+                        ErrorKind::TypeMismatch,
+                        "serviceName",
+                        service.as_str(),
+                    )
+                    .with_detail(format!(
+                        "Service type {} cannot be bound to a {} vserver",
+                        service_type, vs.service_type
+                    )));
+                }
+                let binding = ServiceBinding {
+                    service: service.clone(),
+                    settings: VsBindSettings::default().with(settings),
+                };
+                self.vservers[vserver.as_str()].bindings.push(binding);
+            }
+            VserverCmd::Unbind { vserver, service } => {
+                let vs = self.vserver("name", vserver.as_str())?;
+                let i = vs
+                    .bindings
+                    .iter()
+                    .position(|b| b.service == *service)
+                    .ok_or_else(|| {
+                        CliError::arg_value(
+                            ErrorKind::ResourceNotBound,
+                            "serviceName",
+                            service.as_str(),
+                        )
+                    })?;
+                self.vservers[vserver.as_str()].bindings.remove(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// No two vservers may listen on the same address, port and transport.
+    fn check_vip_free(
+        &self,
+        except: Option<&str>,
+        service_type: ServiceType,
+        ip: IpAddr,
+        port: Port,
+    ) -> Result<()> {
+        let clash = self
+            .vservers
+            .values()
+            .filter(|v| Some(v.name.as_str()) != except)
+            .find(|v| {
+                v.vip.is_some_and(|(vip, vport)| {
+                    vip == ip
+                        && (vport == port || vport == Port::Any || port == Port::Any)
+                        && transports_overlap(v.service_type, service_type)
+                })
+            });
+        match clash {
+            Some(v) => Err(CliError::arg_value(
+                ErrorKind::AddressInUse,
+                "IPAddress",
+                format!("{ip}:{port}"),
+            )
+            .with_detail(format!(
+                "IP address and port combination already in use by vserver {}",
+                v.name
+            ))),
+            None => Ok(()),
+        }
+    }
+}
