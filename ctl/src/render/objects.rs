@@ -1,0 +1,255 @@
+//! `show` for the objects without runtime state: monitors, metric tables, IPs, servers,
+//! routes, `lb parameter`, persistence sessions and the running configuration.
+
+use serde_json::{Value, json};
+
+use crate::conf::model::*;
+use crate::conf::{Config, render as render_conf};
+use crate::grammar::Object;
+use crate::settings::Settings;
+use crate::value::ArgValue;
+
+use super::view::vip;
+use super::{Output, PersistentSession, Runtime, pick};
+
+pub fn show(
+    config: &Config,
+    object: Object,
+    name: Option<&str>,
+    json: bool,
+    rt: &dyn Runtime,
+) -> Output {
+    let mut out = String::new();
+    match object {
+        Object::LbMonitor => {
+            let list = pick(
+                config.monitors.values(),
+                name,
+                |m| m.name.as_str(),
+                "monitorName",
+            )?;
+            if json {
+                let v: Vec<Value> = list.iter().map(|m| json!({"monitorname": m.name.as_str(), "type": m.monitor_type.keyword(), "state": m.settings.state.keyword(), "lrtm": m.settings.lrtm.keyword(), "builtin": m.builtin})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, m) in list.iter().enumerate() {
+                out.push_str(&format!("{})", i + 1));
+                show_monitor(m, &mut out);
+            }
+        }
+        Object::LbMetricTable => {
+            let list = pick(
+                config.metric_tables.values(),
+                name,
+                |t| t.name.as_str(),
+                "metricTable",
+            )?;
+            if json {
+                let v: Vec<Value> = list.iter().map(|t| json!({"metrictable": t.name.as_str(), "metrics": t.metrics.iter().map(|(m, o)| json!({"metric": m.as_str(), "snmpoid": o.to_string()})).collect::<Vec<_>>()})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, t) in list.iter().enumerate() {
+                out.push_str(&format!("{})\tName: {}\n", i + 1, t.name));
+                for (m, oid) in &t.metrics {
+                    out.push_str(&format!(
+                        "\t\tMetric: {m}\tSNMP OID: {oid}\tType: CONFIGURED\n"
+                    ));
+                }
+            }
+        }
+        Object::NsIp => {
+            if json {
+                let v: Vec<Value> = config.ns_ips.values().map(|i| json!({"ipaddress": i.addr.to_string(), "netmask": i.netmask.addr().to_string(), "type": i.settings.kind.keyword()})).collect::<Vec<_>>();
+                return Ok(Value::from(v).to_string());
+            }
+            out.push_str("\tIpaddress        Traffic Domain  Type             Mode     Arp      Icmp     Vserver  State\n");
+            out.push_str("\t---------        --------------  ----             ----     ---      ----     -------  ------\n");
+            let mut i = 0;
+            for ip in config.ns_ips.values() {
+                i += 1;
+                out.push_str(&format!("{i})\t{:<16} 0               {:<16} Active   ENABLED  ENABLED  NA       ENABLED\n", ip.addr, ip.settings.kind.keyword()));
+            }
+            for v in config.vservers.values() {
+                if let Some((addr, _)) = v.vip
+                    && !config
+                        .ns_ips
+                        .keys()
+                        .any(|k| std::net::IpAddr::V4(*k) == addr)
+                {
+                    i += 1;
+                    out.push_str(&format!("{i})\t{addr:<16} 0               VIP              Active   ENABLED  ENABLED  ENABLED  ENABLED\n"));
+                }
+            }
+        }
+        Object::Server => {
+            let list = pick(config.servers.values(), name, |s| s.name.as_str(), "name")?;
+            for (i, s) in list.iter().enumerate() {
+                out.push_str(&format!(
+                    "{})\t{} ({})\tState: {}\n",
+                    i + 1,
+                    s.name,
+                    s.addr,
+                    s.settings.state
+                ));
+            }
+        }
+        Object::Route => {
+            for (i, r) in config.routes.iter().enumerate() {
+                out.push_str(&format!(
+                    "{})\t{}\t{}\t{}\tSTATIC\n",
+                    i + 1,
+                    r.network,
+                    r.netmask.addr(),
+                    r.gateway
+                ));
+            }
+        }
+        Object::LbParameter => {
+            let p = &config.lb_parameter;
+            out.push_str(&format!("\tStartup RR factor: {}\n\tConsolidated Least Conn: {}\n\tUse port for hash LB: {}\n", p.startup_rr_factor.get(), p.consolidated_lconn, p.use_port_for_hash_lb));
+        }
+        Object::LbPersistentSessions => {
+            let list = pick(
+                config.vservers.values(),
+                name,
+                |v| v.name.as_str(),
+                "vServer",
+            )?;
+            let rows: Vec<(&Vserver, PersistentSession)> = list
+                .iter()
+                .flat_map(|v| {
+                    rt.persistent_sessions(v.name.as_str())
+                        .into_iter()
+                        .map(move |s| (*v, s))
+                })
+                .collect();
+            if json {
+                let v: Vec<Value> = rows.iter().map(|(v, s)| json!({"type": "SOURCEIP", "srcip": s.client.to_string(), "vservername": v.name.as_str(), "servicename": s.service, "timeout": s.remaining_s})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            out.push_str(&format!(
+                "{:<10} {:<16} {:<16} {:<6} {:<20} {:<24} {}\n",
+                "TYPE", "SRC IP", "DST IP", "PORT", "VSERVER NAME", "SERVICE", "TIMEOUT"
+            ));
+            for (v, s) in rows {
+                let (ip, port) = vip(v);
+                out.push_str(&format!(
+                    "{:<10} {:<16} {:<16} {:<6} {:<20} {:<24} {}\n",
+                    "SOURCEIP",
+                    s.client,
+                    ip,
+                    port,
+                    v.name.as_str(),
+                    s.service,
+                    s.remaining_s
+                ));
+            }
+        }
+        Object::NsRunningConfig => {
+            let text = render_conf(config, "running");
+            out.push_str(
+                &text
+                    .lines()
+                    .skip(2)
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>(),
+            );
+        }
+        Object::NsConfig | Object::LbVserver | Object::Service | Object::ServiceGroup => {}
+    }
+    Ok(out)
+}
+
+fn show_monitor(m: &Monitor, out: &mut String) {
+    let st = &m.settings;
+    let t = |v: &dyn Fn(&mut String)| {
+        let mut s = String::new();
+        v(&mut s);
+        s
+    };
+    out.push_str(&format!(
+        "\tName.......: {}  Type......: {}  State....: {}\n",
+        m.name, m.monitor_type, st.state
+    ));
+    out.push_str("Standard parameters:\n");
+    out.push_str(&format!(
+        "  Interval.........: {:>12}    Retries...........: {:>8}\n",
+        t(&|s| st.interval.render(s)),
+        st.retries.get()
+    ));
+    out.push_str(&format!(
+        "  Response timeout.: {:>12}    Down time.........: {:>8}\n",
+        t(&|s| st.resp_timeout.render(s)),
+        t(&|s| st.down_time.render(s))
+    ));
+    out.push_str(&format!(
+        "  Reverse..........: {:>12}    Secure............: {:>8}\n",
+        st.reverse.keyword(),
+        st.secure.keyword()
+    ));
+    out.push_str(&format!(
+        "  LRTM.............: {:>12}    Success Retries...: {:>8}\n",
+        st.lrtm.keyword(),
+        st.success_retries.get()
+    ));
+    out.push_str(&format!(
+        "  Failure Retries..: {:>12}\n",
+        st.failure_retries.get()
+    ));
+    out.push_str(&format!(
+        "  Destination IP...: {:>12}\n  Destination port.: {:>12}\n",
+        st.dest_ip.map_or("Bound service".into(), |i| i.to_string()),
+        st.dest_port
+            .map_or("Bound service".into(), |p| p.get().to_string())
+    ));
+    let mut special = String::new();
+    for key in m.settings.explicit() {
+        let name = MonitorSettings::key_name(key);
+        if matches!(
+            name,
+            "interval"
+                | "resptimeout"
+                | "retries"
+                | "downTime"
+                | "reverse"
+                | "secure"
+                | "LRTM"
+                | "successRetries"
+                | "failureRetries"
+                | "destIP"
+                | "destPort"
+                | "state"
+        ) {
+            continue;
+        }
+        let mut line = String::new();
+        render_one(&m.settings, key, &mut line);
+        special.push_str(&format!("  {name}: {line}\n"));
+    }
+    for b in &m.metrics {
+        special.push_str(&format!(
+            "  Metric: {}  Threshold: {}  Weight: {}\n",
+            b.metric, b.threshold, b.weight
+        ));
+    }
+    if !special.is_empty() {
+        out.push_str("Special parameters:\n");
+        out.push_str(&special);
+    }
+}
+
+/// The value of one monitor option as it would be typed.
+fn render_one(settings: &MonitorSettings, key: MonitorKey, out: &mut String) {
+    let mut line = String::new();
+    settings.render_non_default(&mut line);
+    let flag = format!(" -{} ", MonitorSettings::key_name(key));
+    if let Some(start) = line.find(&flag) {
+        let rest = &line[start + flag.len()..];
+        let end = MonitorSettings::OPTIONS
+            .iter()
+            .filter_map(|o| rest.find(&format!(" -{} ", o.name)))
+            .min()
+            .unwrap_or(rest.len());
+        out.push_str(rest[..end].trim());
+    }
+}
