@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::control::{self, Control, ControlSetup};
 use crate::counters::Counters;
 use crate::error::EngineError;
@@ -128,6 +129,7 @@ pub fn run(
         counters: Arc::clone(&counters),
         health: Arc::clone(&health),
         drops: Arc::clone(&drops),
+        clock: Clock::monotonic(),
     })?);
     // Workers pick up a new generation between bursts (RCU-style: one atomic swap).
     let published = Arc::clone(&control.published);
@@ -165,7 +167,7 @@ pub fn run(
     }
 
     // One clock for the workers, the monitor core and the control plane's drains.
-    let clock = control.clock;
+    let clock = control.clock.clone();
     let mut handles = Vec::new();
     let mut opened = Vec::new();
     // Rings between the workers and the monitor core (SPEC §1): frames for it, frames from it.
@@ -198,6 +200,7 @@ pub fn run(
         let core = profile.cores.workers[w];
         let stop = Arc::clone(&stop);
         let published = Arc::clone(&published);
+        let clock = clock.clone();
         let monitor = MonitorRings {
             to: Some(to_monitor.clone()),
             from: from_monitor.take(),
@@ -212,8 +215,7 @@ pub fn run(
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
                 let runner = Runner::new(worker, ports, monitor);
-                let (worker, ports) =
-                    runner.run(&stop, &published, || clock.elapsed().as_millis() as u64);
+                let (worker, ports) = runner.run(&stop, &published, || clock.now_ms());
                 for p in ports.iter().filter(|p| p.fill_errors > 0) {
                     eprintln!("fulcrumd: worker {w}: {p:?}: {} ring errors", p.fill_errors);
                 }

@@ -17,6 +17,7 @@
 //! * [`monitoring`] — runs the monitor core (the `monitors` crate) beside the workers.
 //! * [`daemon`], [`profile`], [`xsk`] (AF_XDP ports), [`metrics`], [`replay`].
 
+pub mod clock;
 pub mod control;
 pub mod counters;
 pub mod daemon;

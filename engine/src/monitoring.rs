@@ -4,13 +4,14 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ctl::conf::{Config, MonitorSettings, MonitorType};
 use ctl::value::Port;
 use monitors::health::Timers;
 use monitors::{ChannelDevice, MonitorCore, ProbeKind, StatusCodes, Target};
 
+use crate::clock::Clock;
 use crate::control::Control;
 use crate::tables::Tables;
 
@@ -174,7 +175,7 @@ pub fn spawn(
     mac: [u8; 6],
     cpu: usize,
     stop: Arc<AtomicBool>,
-    clock: Instant,
+    clock: Clock,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("fulcrum-monitor".into())
@@ -184,7 +185,7 @@ pub fn spawn(
                 eprintln!("fulcrumd: the monitor core could not be pinned to CPU {cpu}");
             }
             // The monitor core counts in microseconds (response times); timers in ms.
-            let now = || clock.elapsed().as_micros() as u64;
+            let now = || clock.now_us();
             let mut tables = control.published.load_full();
             // The control plane refuses more SNIPs than the interface holds.
             let mut core = match MonitorCore::new(

@@ -1,12 +1,11 @@
 //! Per-second rates for `stat`, next to the totals as NetScaler shows them: the control plane
 //! samples the counters' totals about once a second and a rate is the change over the last
-//! [`RATE_WINDOW`] (or over what has been sampled so far). Nothing here touches the hot path.
+//! [`RATE_WINDOW_MS`] (or over what has been sampled so far). Nothing here touches the hot path.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{Duration, Instant};
 
 /// How far back a rate looks.
-pub const RATE_WINDOW: Duration = Duration::from_secs(7);
+pub const RATE_WINDOW_MS: u64 = 7_000;
 
 /// Counter totals of one object: hits, packets, bytes.
 pub type Totals = [u64; 3];
@@ -14,24 +13,25 @@ pub type Totals = [u64; 3];
 /// Samples of every object's totals, newest last.
 #[derive(Debug, Default)]
 pub struct RateBook {
-    samples: VecDeque<(Instant, HashMap<String, Totals>)>,
+    /// (milliseconds on the daemon's clock, totals by object)
+    samples: VecDeque<(u64, HashMap<String, Totals>)>,
 }
 
 impl RateBook {
     /// Whether a new sample is due at `now` (one a second).
-    pub fn due(&self, now: Instant) -> bool {
+    pub fn due(&self, now_ms: u64) -> bool {
         self.samples
             .back()
-            .is_none_or(|(t, _)| now.duration_since(*t) >= Duration::from_secs(1))
+            .is_none_or(|(t, _)| now_ms.saturating_sub(*t) >= 1000)
     }
 
     /// Records the totals of every object at `now`, forgetting samples older than the window.
-    pub fn record(&mut self, now: Instant, totals: HashMap<String, Totals>) {
-        self.samples.push_back((now, totals));
+    pub fn record(&mut self, now_ms: u64, totals: HashMap<String, Totals>) {
+        self.samples.push_back((now_ms, totals));
         while self
             .samples
             .front()
-            .is_some_and(|(t, _)| now.duration_since(*t) > RATE_WINDOW)
+            .is_some_and(|(t, _)| now_ms.saturating_sub(*t) > RATE_WINDOW_MS)
         {
             self.samples.pop_front();
         }
@@ -39,7 +39,7 @@ impl RateBook {
 
     /// Per-second rates of `key` whose totals are `current` at `now`: the change since the
     /// oldest sample in the window. Zero without a sample at least 0.5 s old.
-    pub fn rates(&self, key: &str, current: Totals, now: Instant) -> Totals {
+    pub fn rates(&self, key: &str, current: Totals, now_ms: u64) -> Totals {
         let Some((t, old)) = self
             .samples
             .iter()
@@ -47,7 +47,7 @@ impl RateBook {
         else {
             return [0; 3];
         };
-        let secs = now.duration_since(t).as_secs_f64();
+        let secs = now_ms.saturating_sub(t) as f64 / 1000.0;
         if secs < 0.5 {
             return [0; 3];
         }
@@ -61,9 +61,9 @@ mod tests {
 
     #[test]
     fn a_rate_is_the_change_over_the_window() {
-        let t0 = Instant::now();
+        let t0 = 5_000;
         let mut book = RateBook::default();
-        let at = |s: u64| t0 + Duration::from_secs(s);
+        let at = |s: u64| t0 + s * 1000;
         assert!(book.due(t0));
         for s in 0..=10u64 {
             // 100 hits, 1000 packets, 64000 bytes a second.

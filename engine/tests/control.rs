@@ -33,6 +33,7 @@ fn daemon(
             counters,
             health: Arc::new(ServiceHealth::new(64)),
             drops: Arc::new(SharedDrops::new(1)),
+            clock: engine::clock::Clock::monotonic(),
         })
         .unwrap(),
     );

@@ -37,6 +37,7 @@ impl Daemon {
             counters: Arc::clone(&counters),
             health: Arc::clone(&health),
             drops: Arc::new(SharedDrops::new(1)),
+            clock: engine::clock::Clock::monotonic(),
         })
         .unwrap();
         let worker = Worker::new(WorkerSetup {

@@ -1,0 +1,233 @@
+//! The control plane: validates commands against the running configuration, publishes each
+//! accepted change as a new immutable generation of the tables (one atomic swap; workers pick
+//! it up between bursts), answers `show`/`stat`, saves ns.conf, and serves the Unix socket.
+//!
+//! A rejected command changes nothing: it is applied to a copy, and the copy replaces the
+//! running configuration only when every part of it (all members of a `[a-b]` range) applied.
+//!
+//! * [`publish`] — generations: tables built, capacity checked, ids recycled, one swap;
+//! * [`drains`] — `disable service` delays and `-graceFul` across commands;
+//! * [`runtime`] — the running engine as `show`/`stat` read it (counters, health, rates);
+//! * [`socket`] — the Unix socket server and who may use it.
+
+mod drains;
+mod publish;
+mod runtime;
+mod socket;
+
+pub use socket::{Admins, serve};
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwap;
+use ctl::command::Command;
+use ctl::conf::{self, Config};
+use ctl::error::{CliError, ErrorKind};
+use ctl::grammar::{help, parse_line};
+use ctl::proto::DONE;
+use ctl::render;
+
+use crate::clock::Clock;
+use crate::counters::Counters;
+use crate::drain::Drain;
+use crate::error::EngineError;
+use crate::health::ServiceHealth;
+use crate::persist::{PersistTable, SESSIONS_PER_VSERVER};
+use crate::rates::RateBook;
+use crate::tables::{ServiceIds, Tables};
+use crate::verdict::SharedDrops;
+
+use drains::drains_after;
+use runtime::LiveRuntime;
+
+struct State {
+    config: Config,
+    ids: ServiceIds,
+    generation: u64,
+    /// Services being taken out of service (`disable service` with a delay or -graceFul), by
+    /// name; kept across generations while the service stays disabled.
+    drains: HashMap<String, Drain>,
+    /// SOURCEIP session tables by vserver name, kept across generations.
+    persist: HashMap<String, Arc<PersistTable>>,
+}
+
+/// The control plane of one daemon.
+pub struct Control {
+    state: Mutex<State>,
+    config_path: PathBuf,
+    max_services: usize,
+    pub published: Arc<ArcSwap<Tables>>,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub drops: Arc<SharedDrops>,
+    /// The daemon's one clock (workers, monitor core, drains, rates).
+    pub clock: Clock,
+    /// The generation the monitor core works with (`u64::MAX` while none runs).
+    monitor_generation: std::sync::atomic::AtomicU64,
+    rates: Mutex<RateBook>,
+}
+
+fn service_key(name: &str) -> String {
+    format!("s:{name}")
+}
+
+fn vserver_key(name: &str) -> String {
+    format!("v:{name}")
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Control({})", self.config_path.display())
+    }
+}
+
+/// Everything `Control::new` needs.
+#[derive(Debug)]
+pub struct ControlSetup {
+    pub config: Config,
+    pub config_path: PathBuf,
+    pub max_services: usize,
+    pub counters: Arc<Counters>,
+    pub health: Arc<ServiceHealth>,
+    pub drops: Arc<SharedDrops>,
+    pub clock: Clock,
+}
+
+fn now_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs} (seconds since 1970, UTC)")
+}
+
+impl Control {
+    pub fn new(setup: ControlSetup) -> Result<Self, EngineError> {
+        let mut ids = ServiceIds::default();
+        let mut tables = Tables::build(&setup.config, &mut ids, 1);
+        let mut persist = HashMap::new();
+        tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
+        publish::check_capacity(&tables, setup.max_services).map_err(EngineError::Capacity)?;
+        Ok(Self {
+            state: Mutex::new(State {
+                config: setup.config,
+                ids,
+                generation: 1,
+                drains: HashMap::new(),
+                persist,
+            }),
+            config_path: setup.config_path,
+            max_services: setup.max_services,
+            published: Arc::new(ArcSwap::new(Arc::new(tables))),
+            counters: setup.counters,
+            health: setup.health,
+            drops: setup.drops,
+            clock: setup.clock,
+            monitor_generation: std::sync::atomic::AtomicU64::new(u64::MAX),
+            rates: Mutex::new(RateBook::default()),
+        })
+    }
+
+    /// Milliseconds on the workers' clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Validates and applies configuration commands, all or nothing.
+    pub fn apply(&self, cmds: &[Command]) -> Result<(), CliError> {
+        let mut state = self.lock();
+        let mut next = state.config.clone();
+        next.apply_all(cmds)?;
+        let drains = drains_after(&state.drains, cmds, &next, self.now_ms());
+        self.publish(&mut state, next, drains)
+    }
+
+    /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
+    pub fn reload_file(&self) -> Result<u64, EngineError> {
+        let next = conf::load(&self.config_path).map_err(|e| EngineError::Config(e.to_string()))?;
+        let mut state = self.lock();
+        let drains = state.drains.clone();
+        self.publish(&mut state, next, drains)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
+        Ok(state.generation)
+    }
+
+    /// The running configuration (a copy).
+    pub fn config(&self) -> Config {
+        self.lock().config.clone()
+    }
+
+    /// Runs one line of the command language and returns the reply lines, the last one
+    /// being ` Done` or `ERROR: …`.
+    pub fn execute(&self, line: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let result = parse_line(line).and_then(|cmds| {
+            if cmds.is_empty() {
+                return Ok(());
+            }
+            if cmds.iter().all(Command::changes_config) {
+                return self.apply(&cmds);
+            }
+            for cmd in &cmds {
+                let text = self.query(cmd)?;
+                out.extend(text.lines().map(str::to_owned));
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => out.push(DONE.to_owned()),
+            Err(e) => out.push(e.to_string()),
+        }
+        out
+    }
+
+    fn query(&self, cmd: &Command) -> Result<String, CliError> {
+        let state = self.lock();
+        let rt = LiveRuntime {
+            control: self,
+            config: &state.config,
+            drains: &state.drains,
+            tables: self.published.load_full(),
+        };
+        match cmd {
+            Command::Show {
+                object,
+                name,
+                format,
+            } => render::show(
+                &state.config,
+                *object,
+                name.as_ref().map(|n| n.as_str()),
+                *format == conf::OutputFormat::Json,
+                &rt,
+            ),
+            Command::Stat {
+                object,
+                name,
+                format,
+            } => render::stat(
+                &state.config,
+                *object,
+                name.as_ref().map(|n| n.as_str()),
+                *format == conf::OutputFormat::Json,
+                &rt,
+            ),
+            Command::Help { topic } => Ok(help(topic.as_deref())),
+            Command::SaveNsConfig => {
+                let text = conf::render(&state.config, &now_stamp());
+                conf::save_atomic(&self.config_path, &text).map_err(|e| {
+                    CliError::new(ErrorKind::Io)
+                        .with_detail(format!("Cannot save the configuration: {e}"))
+                })?;
+                Ok(String::new())
+            }
+            _ => Err(CliError::new(ErrorKind::NotSupported)
+                .with_detail("Mixed configuration and query commands")),
+        }
+    }
+}
