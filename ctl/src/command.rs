@@ -97,27 +97,14 @@ pub enum ServerCmd {
 /// `service`: a server's port of one type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServiceCmd {
+    /// set, unset, rm, rename.
+    Common(Common<ServiceSetting, ServiceKey>),
     Add {
         name: Name,
         server: Name,
         service_type: ServiceType,
         port: Port,
         settings: Vec<ServiceSetting>,
-    },
-    Set {
-        name: Name,
-        settings: Vec<ServiceSetting>,
-    },
-    Unset {
-        name: Name,
-        keys: Vec<ServiceKey>,
-    },
-    Rm {
-        name: Name,
-    },
-    Rename {
-        name: Name,
-        new_name: Name,
     },
     Enable {
         name: Name,
@@ -142,25 +129,12 @@ pub enum ServiceCmd {
 /// `serviceGroup`: services made from one template, one per member.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServiceGroupCmd {
+    /// set, unset, rm, rename (members follow).
+    Common(Common<ServiceSetting, ServiceKey>),
     Add {
         name: Name,
         service_type: ServiceType,
         settings: Vec<ServiceSetting>,
-    },
-    Set {
-        name: Name,
-        settings: Vec<ServiceSetting>,
-    },
-    Unset {
-        name: Name,
-        keys: Vec<ServiceKey>,
-    },
-    Rm {
-        name: Name,
-    },
-    Rename {
-        name: Name,
-        new_name: Name,
     },
     /// `bind serviceGroup <sg> <server|IP> <port> [-weight N]`.
     BindMember {
@@ -200,26 +174,13 @@ pub enum ServiceGroupCmd {
 /// `lb vserver`: a VIP, its method and its bound services.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VserverCmd {
+    /// set, unset, rm, rename.
+    Common(Common<VserverSetting, VserverKey>),
     Add {
         name: Name,
         service_type: ServiceType,
         vip: Option<(IpAddr, Port)>,
         settings: Vec<VserverSetting>,
-    },
-    Set {
-        name: Name,
-        settings: Vec<VserverSetting>,
-    },
-    Unset {
-        name: Name,
-        keys: Vec<VserverKey>,
-    },
-    Rm {
-        name: Name,
-    },
-    Rename {
-        name: Name,
-        new_name: Name,
     },
     Enable {
         name: Name,
@@ -300,6 +261,16 @@ pub enum MetricTableCmd {
 pub enum ParameterCmd {
     Set { settings: Vec<LbParameterSetting> },
     Unset { keys: Vec<LbParameterKey> },
+}
+
+/// What `set`, `unset`, `rm` and `rename` do to a named object whose options are `S` (and
+/// their keys `K`): one shape for services, service groups and vservers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Common<S, K> {
+    Set { name: Name, settings: Vec<S> },
+    Unset { name: Name, keys: Vec<K> },
+    Rm { name: Name },
+    Rename { name: Name, new_name: Name },
 }
 
 impl Command {

@@ -79,16 +79,8 @@ keywords! {
 
 keywords! {
     pub enum MonitorType {
-        Ping = "PING",
-        Tcp = "TCP",
-        Http = "HTTP",
-        TcpEcv = "TCP-ECV",
-        HttpEcv = "HTTP-ECV",
-        UdpEcv = "UDP-ECV",
-        Dns = "DNS",
-        Ftp = "FTP",
-        User = "USER",
-        Load = "LOAD",
+        Ping = "PING", Tcp = "TCP", Http = "HTTP", TcpEcv = "TCP-ECV", HttpEcv = "HTTP-ECV",
+        UdpEcv = "UDP-ECV", Dns = "DNS", Ftp = "FTP", User = "USER", Load = "LOAD",
     }
 }
 

@@ -187,6 +187,30 @@ fn json_list<T>(items: &[T], f: impl Fn(&T) -> Value) -> String {
     Value::from(items.iter().map(f).collect::<Vec<_>>()).to_string()
 }
 
+/// Views as JSON, or as text written by `text` for each (with its position).
+fn render<V>(
+    views: &[V],
+    json: bool,
+    to_json: fn(&V) -> Value,
+    mut text: impl FnMut(usize, &V, &mut String),
+) -> String {
+    if json {
+        return json_list(views, to_json);
+    }
+    let mut out = String::new();
+    for (i, v) in views.iter().enumerate() {
+        text(i, v, &mut out);
+    }
+    out
+}
+
+/// `(n)` before each object of a list (`show lb vserver` without a name).
+fn number(i: usize, name: Option<&str>, out: &mut String) {
+    if name.is_none() {
+        out.push_str(&format!("{})", i + 1));
+    }
+}
+
 /// `show <object> [name] [-format json]`.
 pub fn show(
     config: &Config,
@@ -195,47 +219,30 @@ pub fn show(
     json: bool,
     rt: &dyn Runtime,
 ) -> Output {
-    let mut out = String::new();
-    match object {
+    Ok(match object {
         Object::LbVserver => {
             let views = vserver_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::vserver));
-            }
-            for (i, v) in views.iter().enumerate() {
-                if name.is_none() {
-                    out.push_str(&format!("{})", i + 1));
-                }
-                text::show_vserver(v, &mut out);
-            }
+            render(&views, json, json::vserver, |i, v, out| {
+                number(i, name, out);
+                text::show_vserver(v, out);
+            })
         }
         Object::Service => {
             let views = service_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::service));
-            }
-            for (i, s) in views.iter().enumerate() {
-                match name {
-                    Some(_) => text::show_service(s, &mut out),
-                    None => text::service_line(i, s, &mut out),
-                }
-            }
+            render(&views, json, json::service, |i, s, out| match name {
+                Some(_) => text::show_service(s, out),
+                None => text::service_line(i, s, out),
+            })
         }
         Object::ServiceGroup => {
             let views = group_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::group));
-            }
-            for (i, g) in views.iter().enumerate() {
-                if name.is_none() {
-                    out.push_str(&format!("{})", i + 1));
-                }
-                text::show_group(g, &mut out);
-            }
+            render(&views, json, json::group, |i, g, out| {
+                number(i, name, out);
+                text::show_group(g, out);
+            })
         }
         other => return objects::show(config, other, name, json, rt),
-    }
-    Ok(out)
+    })
 }
 
 /// `stat lb vserver|service|serviceGroup [name] [-format json]`.
@@ -246,47 +253,42 @@ pub fn stat(
     json: bool,
     rt: &dyn Runtime,
 ) -> Output {
-    let mut out = String::new();
-    match object {
+    Ok(match object {
         Object::LbVserver => {
             let views = vserver_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::vserver));
-            }
-            if name.is_none() {
+            let mut out = String::new();
+            if name.is_none() && !json {
                 text::stat_vservers_header(&mut out);
             }
-            for v in &views {
-                match name {
-                    Some(_) => text::stat_vserver(v, &mut out),
-                    None => text::stat_vserver_row(v, &mut out),
-                }
-            }
+            out.push_str(&render(
+                &views,
+                json,
+                json::vserver,
+                |_, v, out| match name {
+                    Some(_) => text::stat_vserver(v, out),
+                    None => text::stat_vserver_row(v, out),
+                },
+            ));
             let drops = rt.drops();
-            if name.is_none() && !drops.is_empty() {
+            if name.is_none() && !json && !drops.is_empty() {
                 out.push_str("\nDropped frames\n");
                 for (reason, n) in drops {
                     out.push_str(&format!("\t{reason:<28} {n}\n"));
                 }
             }
+            out
         }
         Object::ServiceGroup => {
             let views = group_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::group));
-            }
-            for g in &views {
-                text::stat_group(g, &mut out);
-            }
+            render(&views, json, json::group, |_, g, out| {
+                text::stat_group(g, out)
+            })
         }
         Object::Service => {
             let views = service_views(config, name, rt)?;
-            if json {
-                return Ok(json_list(&views, json::service));
-            }
-            for s in &views {
-                text::stat_service(s, &mut out);
-            }
+            render(&views, json, json::service, |_, s, out| {
+                text::stat_service(s, out)
+            })
         }
         _ => {
             return Err(
@@ -294,6 +296,5 @@ pub fn stat(
                     .with_detail("No statistics for this object"),
             );
         }
-    }
-    Ok(out)
+    })
 }

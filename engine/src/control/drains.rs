@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use ctl::command::{Command, ServiceCmd, ServiceGroupCmd};
+use ctl::command::{Command, Common, ServiceCmd, ServiceGroupCmd};
 use ctl::conf::Config;
 
 use crate::drain::Drain;
@@ -53,7 +53,7 @@ pub(super) fn drains_after(
                 next.insert(name.0.clone(), drain);
             }
             Command::Service(ServiceCmd::Enable { name })
-            | Command::Service(ServiceCmd::Rm { name }) => {
+            | Command::Service(ServiceCmd::Common(Common::Rm { name })) => {
                 next.remove(name.as_str());
             }
             Command::ServiceGroup(ServiceGroupCmd::Disable {
@@ -72,7 +72,7 @@ pub(super) fn drains_after(
                     next.remove(&service);
                 }
             }
-            Command::Service(ServiceCmd::Rename { name, new_name }) => {
+            Command::Service(ServiceCmd::Common(Common::Rename { name, new_name })) => {
                 if let Some(d) = next.remove(name.as_str()) {
                     next.insert(new_name.0.clone(), d);
                 }

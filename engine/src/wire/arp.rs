@@ -25,18 +25,11 @@ const HTYPE_ETHERNET: u16 = 1;
 
 super::view!(
     /// A byte view of an ARP packet (IPv4 over Ethernet).
-    ArpPacket
+    ArpPacket,
+    fixed PACKET_LEN
 );
 
 impl<T: AsRef<[u8]>> ArpPacket<T> {
-    /// `Truncated` when the buffer cannot hold an IPv4-over-Ethernet packet.
-    pub fn check_len(&self) -> Result<(), DropReason> {
-        if self.buffer.as_ref().len() < PACKET_LEN {
-            return Err(DropReason::Truncated);
-        }
-        Ok(())
-    }
-
     pub fn operation(&self) -> u16 {
         be16(self.buffer.as_ref(), field::OPER)
     }

@@ -17,18 +17,11 @@ pub const ETHERTYPE_ARP: u16 = 0x0806;
 
 super::view!(
     /// A byte view of an Ethernet II frame.
-    EthernetFrame
+    EthernetFrame,
+    fixed HEADER_LEN
 );
 
 impl<T: AsRef<[u8]>> EthernetFrame<T> {
-    /// `Truncated` when the buffer cannot hold the header.
-    pub fn check_len(&self) -> Result<(), DropReason> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            return Err(DropReason::Truncated);
-        }
-        Ok(())
-    }
-
     pub fn dst_addr(&self) -> Mac {
         mac_at(self.buffer.as_ref(), field::DESTINATION)
     }

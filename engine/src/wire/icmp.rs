@@ -16,18 +16,11 @@ pub const TYPE_ECHO_REQUEST: u8 = 8;
 
 super::view!(
     /// A byte view of an ICMPv4 message.
-    IcmpPacket
+    IcmpPacket,
+    fixed field::HEADER_END
 );
 
 impl<T: AsRef<[u8]>> IcmpPacket<T> {
-    /// `Truncated` when the buffer cannot hold the 8-byte header.
-    pub fn check_len(&self) -> Result<(), DropReason> {
-        if self.buffer.as_ref().len() < field::HEADER_END {
-            return Err(DropReason::Truncated);
-        }
-        Ok(())
-    }
-
     pub fn msg_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE]
     }

@@ -94,6 +94,19 @@ macro_rules! view {
             }
         }
     };
+    // A header of fixed length: `Truncated` when the buffer cannot hold `$len` bytes.
+    ($(#[$doc:meta])* $name:ident, fixed $len:expr) => {
+        super::view!($(#[$doc])* $name);
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            pub fn check_len(&self) -> Result<(), DropReason> {
+                if self.buffer.as_ref().len() < $len {
+                    return Err(DropReason::Truncated);
+                }
+                Ok(())
+            }
+        }
+    };
 }
 use view;
 

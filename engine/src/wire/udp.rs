@@ -15,18 +15,11 @@ pub const HEADER_LEN: usize = field::HEADER_END;
 
 super::view!(
     /// A byte view of a UDP datagram.
-    UdpPacket
+    UdpPacket,
+    fixed HEADER_LEN
 );
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
-    /// `Truncated` when the buffer cannot hold the 8-byte header.
-    pub fn check_len(&self) -> Result<(), DropReason> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            return Err(DropReason::Truncated);
-        }
-        Ok(())
-    }
-
     pub fn src_port(&self) -> u16 {
         be16(self.buffer.as_ref(), field::SRC_PORT)
     }

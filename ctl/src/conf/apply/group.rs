@@ -6,7 +6,7 @@ use super::super::model::*;
 use super::{
     bind_monitor, check_port, no_such, rename_in, set_in, set_monitor_states, state, unset_in,
 };
-use crate::command::ServiceGroupCmd;
+use crate::command::{Common, ServiceGroupCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
 use crate::value::{Bounded, EnabledDisabled, Name};
@@ -39,17 +39,17 @@ impl Config {
                 self.service_groups.insert(name.0.clone(), g);
                 name
             }
-            ServiceGroupCmd::Set { name, settings } => {
+            ServiceGroupCmd::Common(Common::Set { name, settings }) => {
                 let missing = no_such("serviceGroupName", name);
                 set_in(&mut self.service_groups, name, settings, missing)?;
                 name
             }
-            ServiceGroupCmd::Unset { name, keys } => {
+            ServiceGroupCmd::Common(Common::Unset { name, keys }) => {
                 let missing = no_such("serviceGroupName", name);
                 unset_in(&mut self.service_groups, name, keys, missing)?;
                 name
             }
-            ServiceGroupCmd::Rm { name } => {
+            ServiceGroupCmd::Common(Common::Rm { name }) => {
                 self.service_group(name.as_str())?;
                 for vs in self.vservers.values_mut() {
                     vs.bindings.retain(|b| b.service != *name);
@@ -57,7 +57,7 @@ impl Config {
                 self.service_groups.shift_remove(name.as_str());
                 name
             }
-            ServiceGroupCmd::Rename { name, new_name } => {
+            ServiceGroupCmd::Common(Common::Rename { name, new_name }) => {
                 self.service_group(name.as_str())?;
                 let taken = self.services.contains_key(new_name.as_str());
                 rename_in(&mut self.service_groups, name, new_name, taken)?;

@@ -3,7 +3,7 @@
 use super::super::Config;
 use super::super::model::*;
 use super::{bind_monitor, check_port, exists, no_such, rename_in, set_in, state, unset_in};
-use crate::command::ServiceCmd;
+use crate::command::{Common, ServiceCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
 
@@ -50,20 +50,20 @@ impl Config {
                 }
                 self.services.insert(name.0.clone(), service);
             }
-            ServiceCmd::Set { name, settings } => {
+            ServiceCmd::Common(Common::Set { name, settings }) => {
                 set_in(&mut self.services, name, settings, no_such("name", name))?;
             }
-            ServiceCmd::Unset { name, keys } => {
+            ServiceCmd::Common(Common::Unset { name, keys }) => {
                 unset_in(&mut self.services, name, keys, no_such("name", name))?;
             }
-            ServiceCmd::Rm { name } => {
+            ServiceCmd::Common(Common::Rm { name }) => {
                 self.service("name", name.as_str())?;
                 for vs in self.vservers.values_mut() {
                     vs.bindings.retain(|b| b.service != *name);
                 }
                 self.services.shift_remove(name.as_str());
             }
-            ServiceCmd::Rename { name, new_name } => {
+            ServiceCmd::Common(Common::Rename { name, new_name }) => {
                 let taken = self.service_groups.contains_key(new_name.as_str());
                 rename_in(&mut self.services, name, new_name, taken)?;
                 for b in self

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use super::super::Config;
 use super::super::model::*;
 use super::{check_port, exists, no_such, rename_in, require_ipv4, set_in, state, unset_in};
-use crate::command::VserverCmd;
+use crate::command::{Common, VserverCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
 use crate::value::Port;
@@ -42,17 +42,17 @@ impl Config {
                 };
                 self.vservers.insert(name.0.clone(), vs);
             }
-            VserverCmd::Set { name, settings } => {
+            VserverCmd::Common(Common::Set { name, settings }) => {
                 set_in(&mut self.vservers, name, settings, no_such("name", name))?;
             }
-            VserverCmd::Unset { name, keys } => {
+            VserverCmd::Common(Common::Unset { name, keys }) => {
                 unset_in(&mut self.vservers, name, keys, no_such("name", name))?;
             }
-            VserverCmd::Rm { name } => {
+            VserverCmd::Common(Common::Rm { name }) => {
                 self.vserver("name", name.as_str())?;
                 self.vservers.shift_remove(name.as_str());
             }
-            VserverCmd::Rename { name, new_name } => {
+            VserverCmd::Common(Common::Rename { name, new_name }) => {
                 rename_in(&mut self.vservers, name, new_name, false)?;
             }
             VserverCmd::Enable { name } | VserverCmd::Disable { name } => {
