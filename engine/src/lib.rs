@@ -1,23 +1,42 @@
 //! # engine — Fulcrum's data plane and daemon
 //!
 //! Per packet (the workers):
-//! * [`wire`] — parsing and in-place rewrites with incremental checksums; RSTs and probes.
+//! * [`wire`] — byte views of Ethernet, ARP, IPv4, TCP, UDP and ICMP (offsets private to each
+//!   header), validated parsing, in-place rewrites with incremental checksums, partial
+//!   checksums completed, the frames the engine builds (RSTs, probes, ARP requests).
 //! * [`flow`] — the flow table (two keys per flow, TCP progress, idle timeouts, sweeps).
 //! * [`nat`] — SNAT ports per worker; [`neigh`] — ARP neighbours.
-//! * [`worker`] — bursts in stages: parse, look up, select, rewrite; every drop counted
-//!   ([`verdict`]); downStateFlush.
+//! * [`worker`] — bursts in stages (parse, look up, select, rewrite), downStateFlush, ARP,
+//!   the monitor core's frames; the [`worker::Port`] trait and the run loop `fulcrumd` runs
+//!   over AF_XDP and tests run over the in-memory port; every drop counted ([`verdict`]).
 //! * [`lb`] — the selection core: NetScaler's methods over immutable pools.
 //! * [`persist`] — SOURCEIP persistence sessions shared by the workers.
 //! * [`counters`] — per-core, lock-free service and vserver counters with 14-second windows.
 //!
 //! Around them:
-//! * [`tables`] — what the control plane builds from the configuration for the workers.
-//! * [`control`] — the control socket: commands applied atomically, `show`/`stat`, save.
+//! * [`tables`] — the control plane's compile step: the configuration (ctl's) becomes the
+//!   runtime tables the workers index; service and vserver ids, reused once free.
+//! * [`control`] — the control plane: commands applied atomically and published as
+//!   generations, drains, `show`/`stat`, the control socket.
 //! * [`drain`] — `disable service` with a delay or `-graceFul`; [`rates`] — `stat` rates.
-//! * [`monitoring`] — runs the monitor core (the `monitors` crate) beside the workers.
-//! * [`daemon`], [`profile`], [`xsk`] (AF_XDP ports), [`metrics`], [`replay`].
+//! * [`monitoring`] — runs the monitor core (the `monitors` crate) beside the workers,
+//!   converting the configuration into its targets.
+//! * [`daemon`], [`profile`], [`xsk`] (the AF_XDP port), [`metrics`], [`replay`], [`clock`]
+//!   (the one clock, passed down), [`error`] (the one error type).
+//!
+//! ## Layering (what may depend on what)
+//! * The data path — `wire`, `flow`, `nat`, `neigh`, `verdict`, `lb`, `counters`, `persist`,
+//!   `worker` — knows no command language: it names nothing of `ctl` and takes the engine's
+//!   own runtime types. Only `tables` (the compile step), `control`, `monitoring`, `replay`,
+//!   `metrics` and `daemon` read `ctl`'s configuration.
+//! * No module outside `wire` indexes header bytes; everything reads and writes frames
+//!   through its views and helpers.
+//! * `wire` depends on `verdict` only; `worker` on everything of the data path; `xsk` (the
+//!   only module with `unsafe`) implements `worker::Port`, and only `daemon` uses it.
+//! * Nothing below `daemon` reads a clock: time comes in as numbers from [`clock::Clock`].
+//! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
+//!   on both.
 
-pub mod clock;
 pub mod control;
 pub mod counters;
 pub mod daemon;

@@ -4,19 +4,22 @@
 use std::net::Ipv4Addr;
 
 /// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded with
-/// zero), not yet folded. Words are taken four bytes at a time: 2¹⁶ ≡ 1 (mod 2¹⁶ − 1), so
-/// summing 32-bit words and folding gives the same result with half the additions.
+/// zero), folded to 16 bits. The sum is independent of byte order (RFC 1071 §2(B)): words are
+/// added in the machine's order, four bytes at a time, and the result swapped once.
 #[inline]
 pub fn sum(data: &[u8]) -> u64 {
+    let (even, odd) = data.split_at(data.len() & !1);
     let mut acc: u64 = 0;
-    let mut words = data.chunks_exact(4);
+    // Four bytes a step, widened to 64 bits: a plain reduction the compiler vectorizes.
+    let mut words = even.chunks_exact(4);
     for w in &mut words {
-        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        acc += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
     }
-    let rest = words.remainder();
-    let mut tail = [0u8; 4];
-    tail[..rest.len()].copy_from_slice(rest);
-    acc + u64::from(u32::from_be_bytes(tail))
+    for w in words.remainder().chunks_exact(2) {
+        acc += u64::from(u16::from_ne_bytes([w[0], w[1]]));
+    }
+    let big_endian = u16::from_be(fold(acc));
+    u64::from(big_endian) + odd.first().map_or(0, |b| u64::from(*b) << 8)
 }
 
 /// Folds a sum to 16 bits (end-around carry).
@@ -74,6 +77,30 @@ mod tests {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(fold(sum(&data)), 0xddf2);
         assert_eq!(checksum(&data), !0xddf2);
+    }
+
+    /// The textbook sum, word by word.
+    fn naive(data: &[u8]) -> u16 {
+        let mut s: u64 = 0;
+        for c in data.chunks(2) {
+            s += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+        fold(s)
+    }
+
+    #[test]
+    fn eight_bytes_at_a_time_equals_word_by_word() {
+        let mut x: u32 = 0x1234_5678;
+        let data: Vec<u8> = (0..3000)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 24) as u8
+            })
+            .collect();
+        for len in (0..64).chain([1459, 1460, 1461, 2999, 3000]) {
+            assert_eq!(fold(sum(&data[..len])), naive(&data[..len]), "{len} bytes");
+        }
+        assert_eq!(fold(sum(&[0xff; 1500])), naive(&[0xff; 1500]));
     }
 
     #[test]
