@@ -101,7 +101,11 @@ fn bench(c: &mut Criterion) {
         ("established-128B-trusted", 74, Checksums::Trusted),
         ("established-1514B-verified", 1460, Checksums::Verified),
         ("established-1514B-trusted", 1460, Checksums::Trusted),
-        ("established-1514B-partial-completed", 1460, Checksums::Partial),
+        (
+            "established-1514B-partial-completed",
+            1460,
+            Checksums::Partial,
+        ),
     ] {
         let mut w = worker(1 << 16);
         if checksums == Checksums::Trusted {
