@@ -37,6 +37,7 @@
 //! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
 //!   on both.
 
+pub mod clock;
 pub mod control;
 pub mod counters;
 pub mod daemon;

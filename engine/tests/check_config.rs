@@ -106,3 +106,26 @@ fn a_missing_file_is_an_error() {
     assert!(!ok);
     assert!(err.contains("ERROR"), "{err}");
 }
+
+#[test]
+fn more_snips_than_the_monitor_core_holds_are_reported() {
+    let dir = std::env::temp_dir().join(format!("fl-check-snips-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("ns.conf");
+    let lines = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("add ns ip 198.18.{i}.2 255.255.255.0 -type SNIP\n"))
+            .collect()
+    };
+    std::fs::write(&conf, lines(monitors::MAX_ADDRESSES)).unwrap();
+    let (ok, _, err) = check(&conf);
+    assert!(ok, "{err}");
+    std::fs::write(&conf, lines(monitors::MAX_ADDRESSES + 1)).unwrap();
+    let (ok, _, err) = check(&conf);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!ok);
+    assert!(
+        err.contains("ERROR: More SNIPs than the monitor core holds"),
+        "{err}"
+    );
+}

@@ -73,6 +73,20 @@ fn check_config(path: &PathBuf) -> ExitCode {
     for e in &errors {
         eprintln!("{}:{}: {}", path.display(), e.line, e.error);
     }
+    // What the daemon would refuse although the language accepts it.
+    let snips = config
+        .ns_ips
+        .values()
+        .filter(|ip| ip.settings.kind == ctl::conf::IpType::Snip)
+        .count();
+    if snips > monitors::MAX_ADDRESSES {
+        eprintln!(
+            "{}: ERROR: More SNIPs than the monitor core holds ({}): {snips}",
+            path.display(),
+            monitors::MAX_ADDRESSES
+        );
+        return ExitCode::FAILURE;
+    }
     if errors.is_empty() {
         println!("{}: OK: {}", path.display(), config.summary());
         ExitCode::SUCCESS
