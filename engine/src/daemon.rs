@@ -275,11 +275,10 @@ pub fn run(
             }
         }
     }
-    if let Some(server) = server {
-        let _ = server.join();
-    }
-
     let mut failed = Vec::new();
+    if server.is_some_and(|s| s.join().is_err()) {
+        failed.push("the control socket".to_owned());
+    }
     if monitor_thread.join().is_err() {
         failed.push("the monitor core".to_owned());
     }

@@ -85,10 +85,17 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
 fn serve_client(control: &Control, admins: &Admins, stream: UnixStream) {
     if !admins.admits(&stream) {
         let mut s = &stream;
+        // A peer that already left needs no answer.
         let _ = writeln!(s, "{}", admins.refusal());
         return;
     }
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(600)));
+    // Without a timeout an idle client would hold its thread for ever.
+    if stream
+        .set_read_timeout(Some(Duration::from_secs(600)))
+        .is_err()
+    {
+        return;
+    }
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -100,6 +107,7 @@ fn serve_client(control: &Control, admins: &Admins, stream: UnixStream) {
             Ok(_) => {}
         }
         if line.len() > MAX_LINE && !line.ends_with('\n') {
+            // The connection closes either way; a peer that left needs no answer.
             let _ = writeln!(writer, "ERROR: Command line longer than {MAX_LINE} bytes");
             return;
         }
@@ -148,16 +156,23 @@ pub fn serve(
                 control.sample_rates();
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let _ = stream.set_nonblocking(false);
+                        if let Err(e) = stream.set_nonblocking(false) {
+                            eprintln!("fulcrumd: control client refused: {e}");
+                            continue;
+                        }
                         let control = Arc::clone(&control);
                         let admins = Arc::clone(&admins);
-                        let _ = std::thread::Builder::new()
+                        let spawned = std::thread::Builder::new()
                             .name("fulcrum-client".into())
                             .spawn(move || serve_client(&control, &admins, stream));
+                        if let Err(e) = spawned {
+                            eprintln!("fulcrumd: control client refused: {e}");
+                        }
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(50)),
                 }
             }
+            // Gone already (removed by hand): nothing is left to clean.
             let _ = std::fs::remove_file(&path);
         })
         .map_err(|source| EngineError::Thread {
