@@ -252,3 +252,51 @@ fn an_admin_group_opens_the_socket_to_its_members_only() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().unwrap();
 }
+
+#[test]
+fn a_drain_counts_down_on_the_daemons_clock() {
+    let (config, errors) = ctl::conf::replay_text(
+        "add service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP 198.18.0.100 80\nbind lb vserver web s1\n",
+    );
+    assert!(errors.is_empty());
+    let clock = engine::clock::Clock::manual();
+    clock.advance(5_000);
+    let (counters, _w) = Counters::new(1, 8);
+    let control = Control::new(ControlSetup {
+        config,
+        config_path: std::env::temp_dir().join("fl-ctl-drain-unused.conf"),
+        max_services: 8,
+        counters,
+        health: Arc::new(ServiceHealth::new(8)),
+        drops: Arc::new(SharedDrops::new(1)),
+        clock: clock.clone(),
+    })
+    .unwrap();
+    assert_eq!(
+        control.execute("disable service s1 60").last().unwrap(),
+        " Done"
+    );
+    let flush_from = |c: &Control| {
+        c.published.load().services[0]
+            .as_ref()
+            .unwrap()
+            .flush_from_ms
+    };
+    assert_eq!(
+        flush_from(&control),
+        Some(65_000),
+        "flows flushed 60 s after the command"
+    );
+    let show = |c: &Control| c.execute("show service s1").join("\n");
+    assert!(
+        show(&control).contains("Out Of Service in 60 seconds"),
+        "{}",
+        show(&control)
+    );
+    clock.advance(15_000);
+    assert!(
+        show(&control).contains("Out Of Service in 45 seconds"),
+        "{}",
+        show(&control)
+    );
+}

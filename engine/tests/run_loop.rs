@@ -209,3 +209,34 @@ fn a_full_transmit_queue_is_a_counted_drop() {
     assert_eq!(answered, 8);
     assert_eq!(r.worker().drops.get(DropReason::TxFull), 20 - answered);
 }
+
+#[test]
+fn the_daemons_run_loop_stops_on_its_flag_and_hands_back_what_it_sent() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let (mut r, _) = runner(1, MonitorRings::default());
+    inject(&mut r, 0, arp(true, CLIENT_MAC, CLIENT, [0; 6], VIP));
+    let published = ArcSwap::new(Arc::clone(r.worker().tables()));
+    let stop = AtomicBool::new(false);
+    let rounds = AtomicU64::new(0);
+    // The clock is read once a round: the third read stops the loop.
+    let (worker, mut ports) = r.run(&stop, &published, || {
+        let n = rounds.fetch_add(1, Ordering::Relaxed);
+        if n >= 2 {
+            stop.store(true, Ordering::Relaxed);
+        }
+        1_000 + n
+    });
+    assert_eq!(rounds.load(Ordering::Relaxed), 3);
+    let sent = ports[0].take_sent();
+    assert!(
+        sent.iter()
+            .any(|f| f[20..22] == [0, 2] && f[28..32] == VIP.octets()),
+        "the ARP reply for the VIP left: {} frames",
+        sent.len()
+    );
+    assert!(
+        !arp_targets(&sent).is_empty(),
+        "and the worker's own ARP requests"
+    );
+    assert_eq!(worker.stats.rx, 1);
+}
