@@ -2,8 +2,8 @@
 //! configuration plus what the running engine reports ([`Runtime`]).
 //!
 //! * [`view`] — one view value per vserver, service and service group, gathered once;
-//! * [`text`] and [`json`] — the two renderings of those views;
-//! * [`objects`] — the objects that have no runtime state (monitors, metric tables, IPs,
+//! * `text` and `json` — the two renderings of those views;
+//! * `objects` — the objects that have no runtime state (monitors, metric tables, IPs,
 //!   servers, routes, parameters, persistence sessions, the running configuration).
 
 mod json;

@@ -1,6 +1,6 @@
 //! One view value per object: what `show` and `stat` print, gathered once from the
 //! configuration and the running engine (each service's runtime state is asked for once),
-//! and rendered as text ([`super::text`]) or JSON ([`super::json`]).
+//! and rendered as text (`text`) or JSON (`json`).
 
 use crate::conf::Config;
 use crate::conf::model::*;

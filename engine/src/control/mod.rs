@@ -5,10 +5,10 @@
 //! A rejected command changes nothing: it is applied to a copy, and the copy replaces the
 //! running configuration only when every part of it (all members of a `[a-b]` range) applied.
 //!
-//! * [`publish`] — generations: tables built, capacity checked, ids recycled, one swap;
-//! * [`drains`] — `disable service` delays and `-graceFul` across commands;
-//! * [`runtime`] — the running engine as `show`/`stat` read it (counters, health, rates);
-//! * [`socket`] — the Unix socket server and who may use it.
+//! * `publish` — generations: tables built, capacity checked, ids recycled, one swap;
+//! * `drains` — `disable service` delays and `-graceFul` across commands;
+//! * `runtime` — the running engine as `show`/`stat` read it (counters, health, rates);
+//! * `socket` — the Unix socket server and who may use it.
 
 mod drains;
 mod publish;

@@ -8,9 +8,9 @@
 //!   plane decides on ([`Packet`]: [`Arp`] or [`Ipv4`]); every malformed frame maps to a
 //!   [`DropReason`], never a panic.
 //!
-//! Around them: [`checksum`] (sums, RFC 1624 adjustments, the pseudo-header), [`rewrite`]
-//! (full NAT, echo and ARP replies, the transport checksum's completion) and [`build`] (frames
-//! the engine originates: RSTs, probes, ARP requests).
+//! Around them: [`checksum`](mod@checksum) (sums, RFC 1624 adjustments, the pseudo-header),
+//! `rewrite` (full NAT, echo and ARP replies, the transport checksum's completion) and `build`
+//! (frames the engine originates: RSTs, probes, ARP requests).
 //!
 //! No code outside this module indexes header bytes.
 

@@ -6,12 +6,12 @@
 //! replay`): [`run`] is the loop, generic over a [`Port`]. Time is passed in (milliseconds);
 //! nothing here reads a clock.
 //!
-//! * [`burst`] — a burst in stages: parse, look up, select, rewrite.
-//! * [`flush`] — downStateFlush and the RSTs toward a flow's peers.
-//! * [`arp`] — answering ARP, learning neighbours, asking for next hops.
-//! * [`monitor`] — readdressing frames to and from the monitor core.
-//! * [`housekeeping`] — the sweep, counter windows, periodic ARP, the outbox.
-//! * [`view`] — what selection reads about services.
+//! * `burst` — a burst in stages: parse, look up, select, rewrite.
+//! * `flush` — downStateFlush and the RSTs toward a flow's peers.
+//! * `arp` — answering ARP, learning neighbours, asking for next hops.
+//! * `monitor` — readdressing frames to and from the monitor core.
+//! * `housekeeping` — the sweep, counter windows, periodic ARP, the outbox.
+//! * `view` — what selection reads about services.
 //! * [`port`] — the [`Port`] trait and the in-memory port; [`run`] — the loop.
 
 mod arp;
