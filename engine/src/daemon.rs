@@ -14,12 +14,15 @@ use crate::control::{self, Control, ControlSetup};
 use crate::counters::Counters;
 use crate::error::EngineError;
 use crate::health::ServiceHealth;
+use crate::neigh::Neighbours;
 use crate::profile::HwProfile;
 use crate::verdict::{DropCounters, SharedDrops};
-use crate::worker::{MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
+use crate::worker::{Lanes, MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
 use crate::xsk::{self, XskConfig, XskPort};
 
 const LOCK_DIR: &str = "/run/fulcrum";
+/// Frames a lane between two workers holds (1.5 KB each).
+const HANDOFF_LANE_FRAMES: usize = 1024;
 
 /// What the daemon carried, printed when it stops.
 #[derive(Debug, Default)]
@@ -34,8 +37,8 @@ impl fmt::Display for RunSummary {
         let s = &self.stats;
         writeln!(
             f,
-            "frames received {}, sent {}, flows created {}, expired {}, flushed {}",
-            s.rx, s.tx, s.flows_created, s.flows_expired, s.flows_flushed
+            "frames received {}, sent {}, flows created {}, expired {}, flushed {}, handed off {}",
+            s.rx, s.tx, s.flows_created, s.flows_expired, s.flows_flushed, s.handoff_out
         )?;
         for (name, t) in &self.services {
             writeln!(
@@ -174,6 +177,10 @@ pub fn run(
     let (to_monitor, monitor_rx) = crossbeam_channel::bounded::<Vec<u8>>(4096);
     let (monitor_tx, from_monitor) = crossbeam_channel::bounded::<Vec<u8>>(4096);
     let mut from_monitor = Some(from_monitor);
+    // One neighbour table for every worker; lanes between them for frames of flows another
+    // worker owns (the queue a frame arrives on says nothing of its flow).
+    let neighbours = Arc::new(Neighbours::new(crate::worker::NEIGHBOURS));
+    let mut lanes = Lanes::mesh(workers, HANDOFF_LANE_FRAMES).into_iter();
     for (w, writer, port_configs) in plans {
         let ports = port_configs
             .iter()
@@ -191,7 +198,9 @@ pub fn run(
             tables: Arc::clone(&tables),
         });
         worker.share_drops(Arc::clone(&drops));
+        worker.share_neighbours(Arc::clone(&neighbours));
         worker.attach_monitor();
+        let lanes = lanes.next().unwrap_or_default();
         for (i, c) in port_configs.iter().enumerate() {
             if !xsk::may_carry_partial_checksums(&c.ifname) {
                 worker.trust_checksums(i);
@@ -214,7 +223,10 @@ pub fn run(
                     );
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
-                let runner = Runner::new(worker, ports, monitor);
+                let mut runner = Runner::new(worker, ports, monitor);
+                if workers > 1 {
+                    runner = runner.with_lanes(lanes);
+                }
                 let (worker, ports) = runner.run(&stop, &published, || clock.now_ms());
                 for p in ports.iter().filter(|p| p.fill_errors > 0) {
                     eprintln!("fulcrumd: worker {w}: {p:?}: {} ring errors", p.fill_errors);
@@ -294,6 +306,8 @@ pub fn run(
         summary.stats.flows_created += s.flows_created;
         summary.stats.flows_expired += s.flows_expired;
         summary.stats.flows_flushed += s.flows_flushed;
+        summary.stats.handoff_out += s.handoff_out;
+        summary.stats.handoff_in += s.handoff_in;
         for (reason, n) in w.drops.nonzero() {
             summary.drops.add(reason, n);
         }

@@ -33,6 +33,16 @@ impl Snat {
         lo as u16..(lo + span).min(u32::from(u16::MAX)) as u16
     }
 
+    /// The worker whose range holds `port` (`None` below the workers' ports).
+    pub fn owner_of(port: u16, workers: usize) -> Option<usize> {
+        if port < FIRST_WORKER_PORT {
+            return None;
+        }
+        let span = (u32::from(u16::MAX) + 1 - u32::from(FIRST_WORKER_PORT)) / workers.max(1) as u32;
+        let owner = (u32::from(port) - u32::from(FIRST_WORKER_PORT)) / span.max(1);
+        Some((owner as usize).min(workers.max(1) - 1))
+    }
+
     pub fn new(worker: usize, workers: usize) -> Self {
         Self {
             pools: Vec::new(),
@@ -78,6 +88,25 @@ impl Snat {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_port_of_a_range_belongs_to_its_worker() {
+        for workers in [1, 2, 3, 7, 14] {
+            for w in 0..workers {
+                for port in super::Snat::range_of(w, workers) {
+                    assert_eq!(
+                        super::Snat::owner_of(port, workers),
+                        Some(w),
+                        "{port} of {workers}"
+                    );
+                }
+            }
+            assert_eq!(
+                super::Snat::owner_of(super::FIRST_WORKER_PORT - 1, workers),
+                None
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

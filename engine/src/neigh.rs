@@ -1,10 +1,14 @@
-//! The neighbour table: IPv4 address → MAC and port, learned from ARP.
-//!
-//! Until the monitor core owns neighbour resolution (SPEC §1), each worker keeps its own and
-//! asks with ARP requests when a next hop is unknown.
+//! Neighbours: IPv4 address → MAC and port, learned from ARP. One table for all workers
+//! (SPEC §1: resolved in one place and published): an ARP answer reaches one queue, and every
+//! worker must be able to send to that neighbour. Writers (a worker that saw an ARP packet
+//! with news) publish a new immutable map with one atomic swap; each worker reads a snapshot
+//! it refreshes once per round, so a lookup per packet is a plain hash-map read.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use crate::wire::Mac;
 
@@ -12,47 +16,127 @@ use crate::wire::Mac;
 pub struct Neighbour {
     pub mac: Mac,
     pub port: usize,
-    pub seen: u64,
 }
 
+type Map = HashMap<Ipv4Addr, Neighbour>;
+
+/// The neighbours every worker shares.
 #[derive(Debug)]
-pub struct NeighbourTable {
-    entries: HashMap<Ipv4Addr, Neighbour>,
+pub struct Neighbours {
+    map: ArcSwap<Map>,
     capacity: usize,
 }
 
-impl NeighbourTable {
+impl Neighbours {
     pub fn new(capacity: usize) -> Self {
         Self {
-            entries: HashMap::with_capacity(capacity),
+            map: ArcSwap::from_pointee(Map::new()),
             capacity,
         }
     }
 
-    #[inline]
-    pub fn get(&self, ip: Ipv4Addr) -> Option<Neighbour> {
-        self.entries.get(&ip).copied()
+    /// Learns or changes an entry; a full table keeps its entries (no eviction storm). An
+    /// answer that changes nothing publishes nothing.
+    pub fn learn(&self, ip: Ipv4Addr, mac: Mac, port: usize) {
+        let entry = Neighbour { mac, port };
+        self.map.rcu(|map| {
+            let known = map.get(&ip);
+            if known == Some(&entry) || (known.is_none() && map.len() >= self.capacity) {
+                return Arc::clone(map);
+            }
+            let mut next = Map::clone(map);
+            next.insert(ip, entry);
+            Arc::new(next)
+        });
     }
 
-    /// Learns or refreshes an entry; a full table keeps its entries (no eviction storm).
-    pub fn learn(&mut self, ip: Ipv4Addr, mac: Mac, port: usize, now: u64) {
-        if self.entries.len() < self.capacity || self.entries.contains_key(&ip) {
-            self.entries.insert(
-                ip,
-                Neighbour {
-                    mac,
-                    port,
-                    seen: now,
-                },
-            );
-        }
+    fn snapshot(&self) -> Arc<Map> {
+        self.map.load_full()
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.map.load().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
+    }
+}
+
+/// A worker's view of the shared table: a snapshot, refreshed between rounds and after
+/// the worker's own changes.
+#[derive(Debug)]
+pub struct NeighbourView {
+    shared: Arc<Neighbours>,
+    current: Arc<Map>,
+}
+
+impl NeighbourView {
+    pub fn new(shared: Arc<Neighbours>) -> Self {
+        let current = shared.snapshot();
+        Self { shared, current }
+    }
+
+    #[inline]
+    pub fn get(&self, ip: Ipv4Addr) -> Option<Neighbour> {
+        self.current.get(&ip).copied()
+    }
+
+    /// Learns through the shared table; the change is visible here at once.
+    pub fn learn(&mut self, ip: Ipv4Addr, mac: Mac, port: usize) {
+        if self.get(ip) != Some(Neighbour { mac, port }) {
+            self.shared.learn(ip, mac, port);
+            self.refresh();
+        }
+    }
+
+    /// Picks up what other workers learned.
+    pub fn refresh(&mut self) {
+        if !Arc::ptr_eq(&self.current, &self.shared.map.load()) {
+            self.current = self.shared.snapshot();
+        }
+    }
+
+    pub fn shared(&self) -> &Arc<Neighbours> {
+        &self.shared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 11);
+    const B: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 12);
+
+    #[test]
+    fn what_one_worker_learns_the_others_see_after_a_refresh() {
+        let shared = Arc::new(Neighbours::new(1));
+        let mut w0 = NeighbourView::new(Arc::clone(&shared));
+        let mut w1 = NeighbourView::new(Arc::clone(&shared));
+        w0.learn(A, [1; 6], 0);
+        assert_eq!(
+            w0.get(A),
+            Some(Neighbour {
+                mac: [1; 6],
+                port: 0
+            })
+        );
+        assert_eq!(w1.get(A), None, "until its next round");
+        w1.refresh();
+        assert_eq!(w1.get(A).map(|n| n.mac), Some([1; 6]));
+        // Full: a new neighbour is not learned, a known one still moves.
+        w1.learn(B, [2; 6], 1);
+        assert_eq!(w1.get(B), None);
+        w1.learn(A, [3; 6], 1);
+        w0.refresh();
+        assert_eq!(
+            w0.get(A),
+            Some(Neighbour {
+                mac: [3; 6],
+                port: 1
+            })
+        );
+        assert_eq!(shared.len(), 1);
     }
 }

@@ -47,10 +47,12 @@ pub enum DropReason {
     MonitorRingFull,
     /// To send, but the port's transmit queue or its free frames ran out.
     TxFull,
+    /// For another worker, whose lane was full (or the frame too long for a lane).
+    HandoffFailed,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 21] = [
+    pub const ALL: [DropReason; 22] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -72,6 +74,7 @@ impl DropReason {
         Self::BadChecksum,
         Self::MonitorRingFull,
         Self::TxFull,
+        Self::HandoffFailed,
     ];
 
     pub fn index(self) -> usize {
@@ -103,6 +106,7 @@ impl fmt::Display for DropReason {
             Self::BadChecksum => "bad checksum",
             Self::MonitorRingFull => "monitor ring full",
             Self::TxFull => "transmit queue full",
+            Self::HandoffFailed => "handoff failed",
         })
     }
 }
@@ -118,6 +122,10 @@ pub enum Verdict {
     Consumed,
     /// For the monitor core: replies to its probes, ARP replies it needs too.
     ToMonitor,
+    /// For the worker that owns the frame's flow (see [`crate::worker::steer`]).
+    Handoff {
+        worker: usize,
+    },
     Drop(DropReason),
 }
 

@@ -8,17 +8,10 @@ use crate::wire::{self, Arp};
 use super::{OUTBOX, OwnFrame, Worker};
 
 impl Worker {
-    pub(super) fn arp(
-        &mut self,
-        now_ms: u64,
-        in_port: usize,
-        frame: &mut [u8],
-        arp: &Arp,
-    ) -> Verdict {
+    pub(super) fn arp(&mut self, in_port: usize, frame: &mut [u8], arp: &Arp) -> Verdict {
         // Anyone on a SNIP subnet who speaks ARP is a neighbour worth remembering.
         if self.tables.snip_toward(arp.sender_ip).is_some() {
-            self.neigh
-                .learn(arp.sender_ip, arp.sender_mac, in_port, now_ms);
+            self.neigh.learn(arp.sender_ip, arp.sender_mac, in_port);
         }
         if !arp.request {
             return if self.monitor {

@@ -36,6 +36,32 @@ impl Worker {
         frames: &mut [F],
         verdicts: &mut [Verdict],
     ) -> usize {
+        let n = self.stages(now_ms, in_port, frames, verdicts);
+        self.stats.rx += n as u64;
+        n
+    }
+
+    /// [`Worker::process_burst`] for frames another worker received and handed over (they
+    /// count as handed in, not as received).
+    pub fn process_handed<F: FrameBuf>(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frames: &mut [F],
+        verdicts: &mut [Verdict],
+    ) -> usize {
+        let n = self.stages(now_ms, in_port, frames, verdicts);
+        self.stats.handoff_in += n as u64;
+        n
+    }
+
+    fn stages<F: FrameBuf>(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frames: &mut [F],
+        verdicts: &mut [Verdict],
+    ) -> usize {
         let n = frames.len().min(verdicts.len()).min(BURST);
         let mut stage = [Stage::Done(Verdict::Consumed); BURST];
         let mut sums = [TransportChecksum::Valid; BURST];
@@ -44,7 +70,7 @@ impl Worker {
             let frame = frames[i].bytes();
             stage[i] = match wire::parse(frame) {
                 Err(reason) => Stage::Done(Verdict::Drop(reason)),
-                Ok(Packet::Arp(arp)) => Stage::Done(self.arp(now_ms, in_port, frame, &arp)),
+                Ok(Packet::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
                 Ok(Packet::Ipv4(ip)) => match self.classify(in_port, frame, &ip) {
                     Stage::Lookup(ip, snip) => {
                         sums[i] = self.check_transport(in_port, frame, &ip);
@@ -59,8 +85,16 @@ impl Worker {
                 },
             };
         }
-        // 2. Look up.
+        // 2. Look up (here, or at the worker that owns the flow).
         for i in 0..n {
+            if let Stage::Lookup(ip, snip_bound) = stage[i]
+                && let Some(s) = self.steering
+            {
+                let owner = s.owner(&ip, snip_bound);
+                if owner != self.id {
+                    stage[i] = Stage::Done(Verdict::Handoff { worker: owner });
+                }
+            }
             if let Stage::Lookup(ip, snip_bound) = stage[i] {
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
                 stage[i] = match self.flows.lookup(&flow_key(&ip)) {
@@ -125,11 +159,10 @@ impl Worker {
                 Verdict::Drop(r) => self.drops.count(r),
                 Verdict::Tx { .. } => self.stats.tx += 1,
                 Verdict::ToMonitor => self.address_to_monitor(frames[i].bytes()),
-                Verdict::Consumed => {}
+                Verdict::Consumed | Verdict::Handoff { .. } => {}
             }
             verdicts[i] = verdict;
         }
-        self.stats.rx += n as u64;
         n
     }
 

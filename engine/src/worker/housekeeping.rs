@@ -19,6 +19,7 @@ impl Worker {
 
     pub fn housekeeping(&mut self, now_ms: u64) {
         self.writer.tick(now_ms / 1000);
+        self.neigh.refresh();
         if let Some(shared) = &self.shared_drops {
             shared.publish(self.id, &self.drops);
         }

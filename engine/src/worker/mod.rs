@@ -17,10 +17,12 @@
 mod arp;
 mod burst;
 mod flush;
+pub mod handoff;
 mod housekeeping;
 mod monitor;
 pub mod port;
 pub mod run;
+pub mod steer;
 mod view;
 
 use std::net::Ipv4Addr;
@@ -31,11 +33,12 @@ use crate::flow::{Flow, FlowTable};
 use crate::health::ServiceHealth;
 use crate::lb::{PoolState, RoundRobinReason};
 use crate::nat::Snat;
-use crate::neigh::NeighbourTable;
+use crate::neigh::{NeighbourView, Neighbours};
 use crate::tables::Tables;
 use crate::verdict::{DropCounters, SharedDrops, Verdict};
 use crate::wire::Mac;
 
+pub use handoff::Lanes;
 pub use port::{FrameBuf, MemPort, Port};
 pub use run::{MonitorRings, Runner};
 
@@ -43,6 +46,8 @@ pub use run::{MonitorRings, Runner};
 pub const BURST: usize = 64;
 /// Flows examined for expiry per housekeeping call.
 const SWEEP_BUDGET: usize = 256;
+/// Neighbours a table holds.
+pub const NEIGHBOURS: usize = 4096;
 /// Most frames the worker originates (ARP requests, RSTs) between two drains.
 const OUTBOX: usize = 64;
 
@@ -64,6 +69,9 @@ pub struct WorkerStats {
     pub flows_expired: u64,
     /// Flows ended by downStateFlush.
     pub flows_flushed: u64,
+    /// Frames passed to the worker owning their flow, and received from other workers.
+    pub handoff_out: u64,
+    pub handoff_in: u64,
 }
 
 #[derive(Debug)]
@@ -76,7 +84,7 @@ pub struct Worker {
     pools: Vec<PoolState>,
     flows: FlowTable,
     snat: Snat,
-    neigh: NeighbourTable,
+    neigh: NeighbourView,
     writer: CoreWriter,
     counters: Arc<Counters>,
     health: Arc<ServiceHealth>,
@@ -89,6 +97,9 @@ pub struct Worker {
     shared_drops: Option<Arc<SharedDrops>>,
     /// A monitor core runs: its frames are handed over instead of dropped.
     monitor: bool,
+    /// Set when frames of flows other workers own are handed to them.
+    steering: Option<steer::Steering>,
+    workers: usize,
 }
 
 /// What a worker needs at creation.
@@ -115,7 +126,7 @@ impl Worker {
             pools: Vec::new(),
             flows: FlowTable::new(setup.flow_capacity),
             snat: Snat::new(setup.id, setup.workers),
-            neigh: NeighbourTable::new(4096),
+            neigh: NeighbourView::new(Arc::new(Neighbours::new(NEIGHBOURS))),
             writer: setup.writer,
             counters: setup.counters,
             health: setup.health,
@@ -126,6 +137,8 @@ impl Worker {
             stats: WorkerStats::default(),
             shared_drops: None,
             monitor: false,
+            steering: None,
+            workers: setup.workers,
         };
         w.set_tables(setup.tables);
         w
@@ -145,6 +158,22 @@ impl Worker {
 
     pub fn ports(&self) -> usize {
         self.macs.len()
+    }
+
+    /// Hands frames whose flow another worker owns to that worker (see [`steer`]) instead of
+    /// processing them here: with several workers, the queue a frame arrives on says nothing
+    /// of its flow.
+    pub fn steer_to_owners(&mut self) {
+        self.steering = Some(steer::Steering {
+            id: self.id,
+            workers: self.workers,
+        });
+    }
+
+    /// Shares `neighbours` with the other workers (instead of a table of its own), so an
+    /// ARP answer that reached another queue serves this worker too.
+    pub fn share_neighbours(&mut self, neighbours: Arc<Neighbours>) {
+        self.neigh = NeighbourView::new(neighbours);
     }
 
     /// Frames received on `port` carry complete checksums (a physical NIC's: a frame from

@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::tables::Tables;
 use crate::verdict::{DropReason, Verdict};
 
+use super::handoff::{Handed, Lanes};
 use super::{BURST, FrameBuf, Port, Worker};
 
 /// Frames taken from or given to a ring per call.
@@ -33,8 +34,17 @@ pub struct Runner<P: Port> {
     worker: Worker,
     ports: Vec<P>,
     monitor: MonitorRings,
+    lanes: Lanes,
     burst: Vec<P::Frame>,
+    /// Frames other workers handed over, with the lane each came by.
+    handed: Vec<(usize, Box<Handed>)>,
     verdicts: [Verdict; BURST],
+}
+
+impl FrameBuf for (usize, Box<Handed>) {
+    fn bytes(&mut self) -> &mut [u8] {
+        self.1.bytes()
+    }
 }
 
 impl<P: Port> Runner<P> {
@@ -43,9 +53,19 @@ impl<P: Port> Runner<P> {
             worker,
             ports,
             monitor,
+            lanes: Lanes::default(),
             burst: Vec::with_capacity(BURST),
+            handed: Vec::with_capacity(BURST),
             verdicts: [Verdict::Consumed; BURST],
         }
+    }
+
+    /// Frames of flows other workers own go to them over `lanes`, and theirs come back
+    /// (the worker steers to owners).
+    pub fn with_lanes(mut self, lanes: Lanes) -> Self {
+        self.worker.steer_to_owners();
+        self.lanes = lanes;
+        self
     }
 
     pub fn worker(&self) -> &Worker {
@@ -87,6 +107,7 @@ impl<P: Port> Runner<P> {
             self.ports[i].flush(BATCH);
             self.ports[i].refill(BATCH);
         }
+        self.serve_handed(now_ms);
         self.send_monitor_frames();
         self.send_own_frames();
         for p in &mut self.ports {
@@ -137,6 +158,13 @@ impl<P: Port> Runner<P> {
         let mut to_monitor_lost = 0u64;
         for (mut frame, verdict) in self.burst.drain(..).zip(verdicts) {
             match verdict {
+                Verdict::Handoff { worker } => {
+                    match self.lanes.send(worker, i, frame.bytes()) {
+                        Ok(()) => self.worker.stats.handoff_out += 1,
+                        Err(_) => self.worker.drops.count(DropReason::HandoffFailed),
+                    }
+                    self.ports[i].recycle(frame);
+                }
                 Verdict::Tx { port: out } if out == i => {
                     if !self.ports[i].queue_tx(frame) {
                         lost += 1;
@@ -168,6 +196,55 @@ impl<P: Port> Runner<P> {
         self.worker
             .drops
             .add(DropReason::MonitorRingFull, to_monitor_lost);
+    }
+
+    /// Frames other workers handed over: processed here, sent from this worker's queues, the
+    /// buffers given back. Runs of frames from one port make one burst.
+    fn serve_handed(&mut self, now_ms: u64) {
+        if self.lanes.is_empty() {
+            return;
+        }
+        self.lanes.receive(BURST, &mut self.handed);
+        let mut start = 0;
+        while start < self.handed.len() {
+            let port = self.handed[start].1.port;
+            let run = self.handed[start..]
+                .iter()
+                .take_while(|(_, f)| f.port == port)
+                .count();
+            let frames = &mut self.handed[start..start + run];
+            self.worker
+                .process_handed(now_ms, port, frames, &mut self.verdicts);
+            for k in 0..run {
+                let verdict = self.verdicts[k];
+                let frame = self.handed[start + k].1.bytes();
+                match verdict {
+                    Verdict::Tx { port: out } => {
+                        let sent = self.ports.get_mut(out).is_some_and(|p| p.send_copy(frame));
+                        if !sent {
+                            self.worker.drops.count(DropReason::TxFull);
+                        }
+                    }
+                    Verdict::ToMonitor => {
+                        let handed = self
+                            .monitor
+                            .to
+                            .as_ref()
+                            .is_some_and(|to| to.try_send(frame.to_vec()).is_ok());
+                        if !handed {
+                            self.worker.drops.count(DropReason::MonitorRingFull);
+                        }
+                    }
+                    // Every worker computes the same owner: a frame handed twice is lost.
+                    Verdict::Handoff { .. } => self.worker.drops.count(DropReason::HandoffFailed),
+                    Verdict::Consumed | Verdict::Drop(_) => {}
+                }
+            }
+            start += run;
+        }
+        for (lane, buffer) in self.handed.drain(..) {
+            self.lanes.give_back(lane, buffer);
+        }
     }
 
     /// Frames the monitor core built: toward the port of their destination's neighbour, or
