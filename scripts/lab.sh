@@ -2,7 +2,9 @@
 # The network lab (SPEC §7): network namespaces joined by veth pairs on one bridge, addresses
 # from 198.18.0.0/15 only, names prefixed fl-<tag>-. Nothing leaves the namespaces.
 #
-#   lab.sh up TAG [BACKENDS] [twoarm]   build the lab, start one nginx per backend
+#   lab.sh up TAG [BACKENDS] [twoarm|onearm] [QUEUES]
+#                              build the lab, start one nginx per backend; the engine's
+#                              veths get QUEUES transmit and receive queues (default 1)
 #   lab.sh down TAG            stop what `up` started (by PID), detach XDP, delete namespaces
 #   lab.sh pids TAG            the PIDs the lab started
 #
@@ -32,6 +34,7 @@ cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
 tag=${2:?tag}
 backends=${3:-3}
 arms=${4:-onearm}
+queues=${5:-1}
 dir=/tmp/fl-lab-$tag
 ns() { echo "fl-$tag-$1"; }
 
@@ -41,8 +44,10 @@ guard() {
   ip route show | grep -q '^unreachable 198.18.0.0/15' || ip route add unreachable 198.18.0.0/15
 }
 
-link() { # link NS1 IF1 NS2 IF2
-  ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+link() { # link NS1 IF1 NS2 IF2 [QUEUES]
+  local q=${5:-1}
+  ip link add "$2" netns "$1" numtxqueues "$q" numrxqueues "$q" type veth \
+    peer name "$4" netns "$3" numtxqueues "$q" numrxqueues "$q"
   ip -n "$1" link set "$2" up
   ip -n "$3" link set "$4" up
 }
@@ -146,14 +151,14 @@ up() {
   ip -n "$(ns sw)" link add br0 type bridge
   ip -n "$(ns sw)" link set br0 up
   link "$(ns cli)" eth0 "$(ns sw)" cli
-  link "$(ns lb)" fl-lb0 "$(ns sw)" lb
+  link "$(ns lb)" fl-lb0 "$(ns sw)" lb "$queues"
   ip -n "$(ns sw)" link set cli master br0
   ip -n "$(ns sw)" link set lb master br0
   if [ "$arms" = twoarm ]; then
     server_br=br1 client_net=198.19.0
     ip -n "$(ns sw)" link add br1 type bridge
     ip -n "$(ns sw)" link set br1 up
-    link "$(ns lb)" fl-lb1 "$(ns sw)" lb1
+    link "$(ns lb)" fl-lb1 "$(ns sw)" lb1 "$queues"
     ip -n "$(ns sw)" link set lb1 master br1
   fi
   ip -n "$(ns cli)" addr add "$client_net.50/24" dev eth0

@@ -180,6 +180,7 @@ pub fn run(
     // One neighbour table for every worker; lanes between them for frames of flows another
     // worker owns (the queue a frame arrives on says nothing of its flow).
     let neighbours = Arc::new(Neighbours::new(crate::worker::NEIGHBOURS));
+    let poll = profile.io.poll;
     let mut lanes = Lanes::mesh(workers, HANDOFF_LANE_FRAMES).into_iter();
     for (w, writer, port_configs) in plans {
         let ports = port_configs
@@ -223,7 +224,7 @@ pub fn run(
                     );
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
-                let mut runner = Runner::new(worker, ports, monitor);
+                let mut runner = Runner::new(worker, ports, monitor).with_poll(poll);
                 if workers > 1 {
                     runner = runner.with_lanes(lanes);
                 }

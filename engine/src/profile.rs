@@ -35,6 +35,41 @@ pub struct PortProfile {
     pub ring_size: u32,
 }
 
+/// How a worker waits for frames (`[io] poll`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Poll {
+    /// Spin while frames come, then short sleeps: lowest latency, a core per worker.
+    #[default]
+    Busy,
+    /// Sleep between idle rounds: an idle daemon costs almost nothing, the first frame
+    /// after a pause waits up to a millisecond.
+    Wait,
+}
+
+/// How frames reach the worker that owns their flow (`[io] steering`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Steering {
+    /// RSS-aware where the NIC allows it, handoff otherwise.
+    #[default]
+    Auto,
+    /// The NIC's RSS brings each frame to its owner (SNAT ports chosen by their hash).
+    Rss,
+    /// Any NIC: a frame that lands on another worker is handed to its owner.
+    Handoff,
+}
+
+/// The `[io]` table (SPEC §8); a profile without it keeps the defaults.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Io {
+    #[serde(default)]
+    pub poll: Poll,
+    #[serde(default)]
+    pub steering: Steering,
+}
+
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Umem {
@@ -62,6 +97,8 @@ pub struct HwProfile {
     /// Most services the counters are sized for.
     #[serde(default = "default_max_services")]
     pub max_services: u32,
+    #[serde(default)]
+    pub io: Io,
 }
 
 fn default_ring() -> u32 {
@@ -141,6 +178,11 @@ impl HwProfile {
         if self.flows.per_worker == 0 {
             return fail("flows.per_worker must be positive".into());
         }
+        if self.io.steering == Steering::Rss {
+            return fail(
+                "io.steering = \"rss\": programming the NIC's RSS is not built yet; use \"auto\" or \"handoff\"".into(),
+            );
+        }
         Ok(())
     }
 }
@@ -181,6 +223,17 @@ per_worker = 1048576
         assert!(e.to_string().contains("zero_copy"), "{e}");
         assert!(HwProfile::from_toml(&MINIMAL.replace("workers = [1]", "workers = []")).is_err());
         assert!(HwProfile::from_toml(&MINIMAL.replace("frames = 8192", "frames = 100")).is_err());
+    }
+
+    #[test]
+    fn the_io_table_is_optional_and_checked() {
+        assert_eq!(HwProfile::from_toml(MINIMAL).unwrap().io, Io::default());
+        let wait = format!("{MINIMAL}[io]\npoll = \"wait\"\nsteering = \"handoff\"\n");
+        let io = HwProfile::from_toml(&wait).unwrap().io;
+        assert_eq!((io.poll, io.steering), (Poll::Wait, Steering::Handoff));
+        assert!(HwProfile::from_toml(&format!("{MINIMAL}[io]\npoll = \"sometimes\"\n")).is_err());
+        let rss = HwProfile::from_toml(&format!("{MINIMAL}[io]\nsteering = \"rss\"\n"));
+        assert!(rss.unwrap_err().to_string().contains("not built yet"));
     }
 
     #[test]

@@ -1273,3 +1273,56 @@ bind lb vserver web s3
         "{moved:?}"
     );
 }
+
+/// Two workers on a two-queue veth (`hw-profiles/lab-veth-mq.toml`), the hosts' offloads as
+/// the kernel sets them: the veth spreads frames over both queues by its own hash, and every
+/// frame still reaches the worker that owns its flow.
+#[test]
+fn two_workers_on_a_two_queue_veth_serve_every_connection() {
+    let mut lab = Lab::up_two_queues("mq", 3);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let names = lab.curl_new_connections(80, "/", 300);
+    assert_eq!(names.len(), 300, "every request answered");
+    for b in ["backend-1", "backend-2", "backend-3"] {
+        let n = count(&names, b);
+        assert!((97..=103).contains(&n), "{b} got {n} of 300");
+    }
+    // 50 MB down, byte-identical.
+    let down = lab.dir.join("down.bin");
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        &format!("http://{VIP}/big.bin"),
+    ]);
+    let backend = backend_number(&out.stdout);
+    assert!(!backend.is_empty(), "no X-Backend header");
+    lab.assert_same_as_backend_file(&down, &backend);
+    for extra in [&[][..], &["-H", "Connection: close"][..]] {
+        let url = format!("http://{VIP}/");
+        let mut args = vec!["wrk", "-t2", "-c20", "-d10s", "--timeout", "5s"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = lab.client(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains("Socket errors"), "{extra:?}: {text}");
+        assert!(!text.contains("Non-2xx"), "{extra:?}: {text}");
+    }
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    assert!(!stat.contains("no flow"), "{stat}");
+    assert!(!stat.contains("neighbour unresolved"), "{stat}");
+    assert!(!stat.contains("handoff failed"), "{stat}");
+    let summary = lab.stop();
+    let handed: u64 = summary
+        .lines()
+        .find_map(|l| l.split("handed off ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(handed > 0, "frames crossed workers: {summary}");
+}

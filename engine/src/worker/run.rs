@@ -9,6 +9,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::profile::Poll;
 use crate::tables::Tables;
 use crate::verdict::{DropReason, Verdict};
 
@@ -19,6 +20,9 @@ use super::{BURST, FrameBuf, Port, Worker};
 const BATCH: usize = 64;
 /// Rounds without a frame before the loop starts sleeping between rounds.
 const IDLE_SPIN_ROUNDS: u32 = 64;
+/// `poll = "wait"`: idle rounds before sleeping, and the sleep.
+const WAIT_SPIN_ROUNDS: u32 = 8;
+const WAIT_SLEEP: Duration = Duration::from_millis(1);
 
 /// A worker's ends of the monitor core's rings; `from` only on the worker that transmits
 /// for the monitor core.
@@ -35,6 +39,7 @@ pub struct Runner<P: Port> {
     ports: Vec<P>,
     monitor: MonitorRings,
     lanes: Lanes,
+    poll: Poll,
     burst: Vec<P::Frame>,
     /// Frames other workers handed over, with the lane each came by.
     handed: Vec<(usize, Box<Handed>)>,
@@ -54,10 +59,17 @@ impl<P: Port> Runner<P> {
             ports,
             monitor,
             lanes: Lanes::default(),
+            poll: Poll::Busy,
             burst: Vec::with_capacity(BURST),
             handed: Vec::with_capacity(BURST),
             verdicts: [Verdict::Consumed; BURST],
         }
+    }
+
+    /// How the loop waits when no frame comes (`[io] poll`).
+    pub fn with_poll(mut self, poll: Poll) -> Self {
+        self.poll = poll;
+        self
     }
 
     /// Frames of flows other workers own go to them over `lanes`, and theirs come back
@@ -132,9 +144,13 @@ impl<P: Port> Runner<P> {
                 continue;
             }
             idle_rounds = idle_rounds.saturating_add(1);
-            if idle_rounds > IDLE_SPIN_ROUNDS {
-                let pause = if idle_rounds > 10_000 { 500 } else { 50 };
-                std::thread::sleep(Duration::from_micros(pause));
+            match self.poll {
+                Poll::Busy if idle_rounds > IDLE_SPIN_ROUNDS => {
+                    let pause = if idle_rounds > 10_000 { 500 } else { 50 };
+                    std::thread::sleep(Duration::from_micros(pause));
+                }
+                Poll::Wait if idle_rounds > WAIT_SPIN_ROUNDS => std::thread::sleep(WAIT_SLEEP),
+                Poll::Busy | Poll::Wait => {}
             }
         }
         self.into_parts()

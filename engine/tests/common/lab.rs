@@ -64,30 +64,43 @@ fn run(cmd: &mut Command) -> Output {
 impl Lab {
     /// One-arm: clients, VIP, SNIP and services on one port and one subnet.
     pub fn up(name: &str, backends: u32) -> Self {
-        Self::build(name, backends, false)
+        Self::build(name, backends, false, 1)
     }
 
     /// Two-arm: clients on fl-lb0 (198.19.0.0/24), services on fl-lb1 (198.18.0.0/24).
     pub fn up_two_arm(name: &str, backends: u32) -> Self {
-        Self::build(name, backends, true)
+        Self::build(name, backends, true, 1)
     }
 
-    fn build(name: &str, backends: u32, two_arm: bool) -> Self {
+    /// One-arm on a two-queue veth, two workers (`hw-profiles/lab-veth-mq.toml`).
+    pub fn up_two_queues(name: &str, backends: u32) -> Self {
+        Self::build(name, backends, false, 2)
+    }
+
+    fn build(name: &str, backends: u32, two_arm: bool, queues: u32) -> Self {
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let tag = format!("{name}{}", std::process::id() % 10_000);
         let lab = Self {
             dir: PathBuf::from(format!("/tmp/fl-lab-{tag}")),
             tag,
             vip: if two_arm { "198.19.0.100" } else { VIP },
-            profile: profile(if two_arm { "lab-veth-2arm" } else { "lab-veth" }),
+            profile: profile(match (two_arm, queues) {
+                (true, _) => "lab-veth-2arm",
+                (false, 1) => "lab-veth",
+                (false, _) => "lab-veth-mq",
+            }),
             daemon: None,
             restarted: std::cell::RefCell::new(Vec::new()),
             _serial: serial,
         };
         let arms = if two_arm { "twoarm" } else { "onearm" };
-        run(Command::new("bash")
-            .arg(script())
-            .args(["up", &lab.tag, &backends.to_string(), arms]));
+        run(Command::new("bash").arg(script()).args([
+            "up",
+            &lab.tag,
+            &backends.to_string(),
+            arms,
+            &queues.to_string(),
+        ]));
         lab
     }
 
