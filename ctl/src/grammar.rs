@@ -50,6 +50,8 @@ pub enum Object {
     LbPersistentSessions,
     NsConfig,
     NsRunningConfig,
+    /// `stat ns`: the engine itself (per-worker figures).
+    Ns,
 }
 
 /// The words that name each object; several spellings may name one object.
@@ -67,6 +69,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["lb", "persistentSessions"], Object::LbPersistentSessions),
     (&["ns", "config"], Object::NsConfig),
     (&["ns", "runningConfig"], Object::NsRunningConfig),
+    (&["ns"], Object::Ns),
 ];
 
 impl Object {
@@ -402,6 +405,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::LbVserver(VserverCmd::Unbind { vserver: a.pos(0)?, service: a.pos(1)? }))),
     cmd!(Show LbVserver, SHOW_NAME, OUTPUT, "Show virtual servers",
         |a| Ok(Command::Show { object: Object::LbVserver, name: a.pos_opt(0)?, format: output(a)? })),
+    cmd!(Stat Ns, &[], OUTPUT, "The engine's figures: frames received, sent, handed between workers and dropped, per worker",
+        |a| Ok(Command::Stat { object: Object::Ns, name: None, format: output(a)? })),
     cmd!(Stat LbVserver, SHOW_NAME, OUTPUT, "Virtual server statistics",
         |a| Ok(Command::Stat { object: Object::LbVserver, name: a.pos_opt(0)?, format: output(a)? })),
     // lb monitor

@@ -46,6 +46,18 @@ impl Runtime for Fixed {
     fn drops(&self) -> Vec<(String, u64)> {
         vec![("no flow".into(), 4)]
     }
+    fn workers(&self) -> Vec<ctl::render::WorkerRow> {
+        (0..2)
+            .map(|w| ctl::render::WorkerRow {
+                core: w + 1,
+                rx: 100 * (w as u64 + 1),
+                tx: 90,
+                handoff_in: 7 * w as u64,
+                handoff_out: 5,
+                drops: 1,
+            })
+            .collect()
+    }
 }
 
 const CONF: &str = "add ns ip 198.18.0.2 255.255.255.0
@@ -182,4 +194,36 @@ fn persistent_sessions_are_listed_per_vserver() {
         )
         .is_err()
     );
+}
+
+#[test]
+fn stat_ns_lists_each_worker_in_text_and_json() {
+    let (config, _) = replay_text(CONF);
+    let text = stat(&config, Object::Ns, None, false, &Fixed).unwrap();
+    let rows: Vec<&str> = text.lines().skip(2).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    let cells: Vec<&str> = rows[1].split_whitespace().collect();
+    assert_eq!(cells, ["1", "2", "200", "90", "7", "5", "1"], "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stat(&config, Object::Ns, None, true, &Fixed).unwrap()).unwrap();
+    let w = &json["workers"][1];
+    assert_eq!(
+        (
+            w["core"].as_u64(),
+            w["rx"].as_u64(),
+            w["handoff_in"].as_u64(),
+            w["handoff_out"].as_u64()
+        ),
+        (Some(2), Some(200), Some(7), Some(5))
+    );
+    assert_eq!(w["tx"], 90);
+    assert_eq!(w["drops"], 1);
+    let cmds = ctl::grammar::parse_line("stat ns -format json").unwrap();
+    assert!(matches!(
+        cmds[0],
+        ctl::Command::Stat {
+            object: Object::Ns,
+            ..
+        }
+    ));
 }

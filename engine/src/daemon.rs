@@ -124,7 +124,7 @@ pub fn run(
     let workers = profile.cores.workers.len();
     let (counters, writers) = Counters::new(workers, services);
     let health = Arc::new(ServiceHealth::new(services));
-    let drops = Arc::new(SharedDrops::new(workers));
+    let drops = Arc::new(SharedDrops::with_cores(&profile.cores.workers));
     let control = Arc::new(Control::new(ControlSetup {
         config,
         config_path: config_path.to_owned(),

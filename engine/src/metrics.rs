@@ -38,6 +38,13 @@ struct ReasonLabels {
     reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabels {
+    worker: String,
+    core: String,
+    kind: String,
+}
+
 /// The current counters as OpenMetrics text.
 pub fn render(control: &Control) -> String {
     let config = control.config();
@@ -126,6 +133,29 @@ pub fn render(control: &Control) -> String {
         "drops",
         "Frames dropped by the data plane, by reason",
         drops,
+    );
+    let frames = Family::<WorkerLabels, Counter>::default();
+    for (w, f) in control.drops.workers().iter().enumerate() {
+        for (kind, n) in [
+            ("rx", f.rx),
+            ("tx", f.tx),
+            ("handoff_in", f.handoff_in),
+            ("handoff_out", f.handoff_out),
+            ("drops", f.drops),
+        ] {
+            frames
+                .get_or_create(&WorkerLabels {
+                    worker: w.to_string(),
+                    core: f.core.to_string(),
+                    kind: kind.into(),
+                })
+                .inc_by(n);
+        }
+    }
+    registry.register(
+        "worker_frames",
+        "Frames per worker: received, sent, handed to and from other workers, dropped",
+        frames,
     );
     let probes = Family::<ResultLabels, Counter>::default();
     let (passed, failed) = control.health.probes();

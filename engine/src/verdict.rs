@@ -160,19 +160,81 @@ impl DropCounters {
     }
 }
 
-/// Every worker's drop counters, published for `stat` (each worker writes only its own row).
+/// What one worker did, as `stat ns` lists it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerFigures {
+    pub core: usize,
+    pub rx: u64,
+    pub tx: u64,
+    pub handoff_in: u64,
+    pub handoff_out: u64,
+    pub drops: u64,
+}
+
+/// Counts per worker besides the drops: rx, tx, handoff in, handoff out.
+const FIGURES: usize = 4;
+
+/// Every worker's drop counters and figures, published for `stat` (each worker writes only
+/// its own rows).
 #[derive(Debug)]
 pub struct SharedDrops {
     rows: Box<[std::sync::atomic::AtomicU64]>,
+    figures: Box<[std::sync::atomic::AtomicU64]>,
+    cores: Box<[usize]>,
 }
 
 impl SharedDrops {
+    /// For `workers` workers numbered as their cores.
     pub fn new(workers: usize) -> Self {
-        Self {
-            rows: (0..workers * DropReason::ALL.len())
+        Self::with_cores(&(0..workers).collect::<Vec<_>>())
+    }
+
+    /// For one worker per entry of `cores` (the CPU each runs on).
+    pub fn with_cores(cores: &[usize]) -> Self {
+        let atomics = |n: usize| {
+            (0..n)
                 .map(|_| std::sync::atomic::AtomicU64::new(0))
-                .collect(),
+                .collect()
+        };
+        Self {
+            rows: atomics(cores.len() * DropReason::ALL.len()),
+            figures: atomics(cores.len() * FIGURES),
+            cores: cores.into(),
         }
+    }
+
+    /// Copies a worker's frame counts into its row.
+    pub fn publish_figures(&self, worker: usize, rx: u64, tx: u64, handoff: (u64, u64)) {
+        if let Some(row) = self.figures.get(worker * FIGURES..(worker + 1) * FIGURES) {
+            for (slot, value) in row.iter().zip([rx, tx, handoff.0, handoff.1]) {
+                slot.store(value, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Each worker's figures, in worker order.
+    pub fn workers(&self) -> Vec<WorkerFigures> {
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let n = DropReason::ALL.len();
+        self.cores
+            .iter()
+            .enumerate()
+            .map(|(w, &core)| {
+                let f = |k: usize| self.figures.get(w * FIGURES + k).map_or(0, load);
+                let drops = self
+                    .rows
+                    .get(w * n..(w + 1) * n)
+                    .map_or(0, |row| row.iter().map(load).sum());
+                WorkerFigures {
+                    core,
+                    rx: f(0),
+                    tx: f(1),
+                    handoff_in: f(2),
+                    handoff_out: f(3),
+                    drops,
+                }
+            })
+            .collect()
     }
 
     /// Copies a worker's counters into its row.

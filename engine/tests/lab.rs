@@ -1318,11 +1318,23 @@ fn two_workers_on_a_two_queue_veth_serve_every_connection() {
     assert!(!stat.contains("no flow"), "{stat}");
     assert!(!stat.contains("neighbour unresolved"), "{stat}");
     assert!(!stat.contains("handoff failed"), "{stat}");
-    let summary = lab.stop();
-    let handed: u64 = summary
+    // Both workers received frames, and frames crossed from each to the other.
+    let ns = lab.ctl(&["stat", "ns", "-format", "json"]);
+    let text = String::from_utf8_lossy(&ns.stdout);
+    let json = text
         .lines()
-        .find_map(|l| l.split("handed off ").nth(1))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    assert!(handed > 0, "frames crossed workers: {summary}");
+        .map(str::trim)
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
+    let figures: serde_json::Value = serde_json::from_str(json)
+        .unwrap_or_else(|e| panic!("stat ns -format json: {e}: {text:?} {:?}", ns.stderr));
+    let workers = figures["workers"].as_array().expect("workers");
+    assert_eq!(workers.len(), 2, "{text}");
+    for w in workers {
+        for key in ["rx", "handoff_in", "handoff_out"] {
+            assert!(w[key].as_u64().is_some_and(|n| n > 0), "{key}: {text}");
+        }
+    }
+    let summary = lab.stop();
+    assert!(summary.contains("handed off "), "{summary}");
 }

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use crate::value::Port;
 
+use super::WorkerRow;
 use super::view::{GroupView, ServiceView, VserverView};
 
 fn port(p: Port) -> Value {
@@ -80,4 +81,23 @@ pub fn group(v: &GroupView) -> Value {
         "members": members,
         "monitors": g.monitors.iter().map(|b| b.monitor.as_str()).collect::<Vec<_>>(),
     })
+}
+
+/// `stat ns -format json`: `{"workers": [{"core", "rx", "tx", "handoff_in", "handoff_out",
+/// "drops"}]}` (SPEC §8).
+pub fn workers(rows: &[WorkerRow]) -> Value {
+    let workers: Vec<Value> = rows
+        .iter()
+        .map(|w| {
+            json!({
+                "core": w.core,
+                "rx": w.rx,
+                "tx": w.tx,
+                "handoff_in": w.handoff_in,
+                "handoff_out": w.handoff_out,
+                "drops": w.drops,
+            })
+        })
+        .collect();
+    json!({ "workers": workers })
 }

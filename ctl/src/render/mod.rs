@@ -85,8 +85,23 @@ pub struct VserverStats {
     pub persistent_sessions: Option<u64>,
 }
 
+/// What one worker did (`stat ns`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerRow {
+    pub core: usize,
+    pub rx: u64,
+    pub tx: u64,
+    pub handoff_in: u64,
+    pub handoff_out: u64,
+    pub drops: u64,
+}
+
 /// The engine's live state, as `show`/`stat` read it.
 pub trait Runtime {
+    /// Each worker's figures.
+    fn workers(&self) -> Vec<WorkerRow> {
+        Vec::new()
+    }
     fn service(&self, name: &str) -> ServiceStats;
     fn vserver(&self, name: &str) -> VserverStats;
     /// Frames dropped, by reason, summed over the workers.
@@ -289,6 +304,14 @@ pub fn stat(
             render(&views, json, json::service, |_, s, out| {
                 text::stat_service(s, out)
             })
+        }
+        Object::Ns => {
+            let workers = rt.workers();
+            if json {
+                json::workers(&workers).to_string()
+            } else {
+                text::workers(&workers)
+            }
         }
         _ => {
             return Err(

@@ -155,7 +155,11 @@ pub fn show(
                     .collect::<String>(),
             );
         }
-        Object::NsConfig | Object::LbVserver | Object::Service | Object::ServiceGroup => {}
+        Object::NsConfig
+        | Object::Ns
+        | Object::LbVserver
+        | Object::Service
+        | Object::ServiceGroup => {}
     }
     Ok(out)
 }

@@ -2,6 +2,7 @@
 
 use crate::conf::model::*;
 
+use super::WorkerRow;
 use super::view::{GroupView, ServiceView, VserverView};
 
 fn timeout(t: Option<Seconds>, default: u64) -> u64 {
@@ -280,4 +281,19 @@ pub fn stat_group(view: &GroupView, out: &mut String) {
             ("Active transactions", None, st.active),
         ]));
     }
+}
+
+/// `stat ns`: one line per worker.
+pub fn workers(rows: &[WorkerRow]) -> String {
+    let mut out = format!(
+        "Workers\n\t{:<8}{:>6}{:>16}{:>16}{:>14}{:>14}{:>12}\n",
+        "worker", "core", "rx", "tx", "handoff in", "handoff out", "drops"
+    );
+    for (i, w) in rows.iter().enumerate() {
+        out.push_str(&format!(
+            "\t{i:<8}{:>6}{:>16}{:>16}{:>14}{:>14}{:>12}\n",
+            w.core, w.rx, w.tx, w.handoff_in, w.handoff_out, w.drops
+        ));
+    }
+    out
 }

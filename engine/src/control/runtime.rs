@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError};
 
 use ctl::conf::{Config, LbMethod};
-use ctl::render::{PersistentSession, Rates, Runtime, ServiceStats, VserverStats};
+use ctl::render::{PersistentSession, Rates, Runtime, ServiceStats, VserverStats, WorkerRow};
 
 use crate::drain::Drain;
 use crate::lb::RoundRobinReason;
@@ -67,6 +67,22 @@ impl LiveRuntime<'_> {
 }
 
 impl Runtime for LiveRuntime<'_> {
+    fn workers(&self) -> Vec<WorkerRow> {
+        self.control
+            .drops
+            .workers()
+            .into_iter()
+            .map(|w| WorkerRow {
+                core: w.core,
+                rx: w.rx,
+                tx: w.tx,
+                handoff_in: w.handoff_in,
+                handoff_out: w.handoff_out,
+                drops: w.drops,
+            })
+            .collect()
+    }
+
     fn service(&self, name: &str) -> ServiceStats {
         let Some(id) = self.id(name) else {
             return ServiceStats::default();

@@ -22,6 +22,8 @@ impl Worker {
         self.neigh.refresh();
         if let Some(shared) = &self.shared_drops {
             shared.publish(self.id, &self.drops);
+            let s = &self.stats;
+            shared.publish_figures(self.id, s.rx, s.tx, (s.handoff_in, s.handoff_out));
         }
         // One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
         // included (their next frame would too, but an idle peer might wait a long time).
