@@ -13,9 +13,10 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use engine::counters::Counters;
 use engine::health::ServiceHealth;
+use engine::neigh::Neighbours;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::Verdict;
-use engine::worker::{Worker, WorkerSetup};
+use engine::worker::{Lanes, MemPort, MonitorRings, Runner, Worker, WorkerSetup};
 use etherparse::PacketBuilder;
 
 const BURST: usize = 64;
@@ -32,19 +33,35 @@ bind lb vserver web s3
 ";
 
 fn worker(flows: usize) -> Worker {
+    workers(flows, 1).remove(0)
+}
+
+/// `n` workers sharing counters, health and neighbours, the backends' MACs learned.
+fn workers(flows: usize, n: usize) -> Vec<Worker> {
     let (cfg, _) = ctl::conf::replay_text(CONFIG);
     let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let (counters, mut writers) = Counters::new(1, 16);
-    let mut w = Worker::new(WorkerSetup {
-        id: 0,
-        workers: 1,
-        macs: vec![LB_MAC],
-        flow_capacity: flows,
-        writer: writers.remove(0),
-        counters,
-        health: Arc::new(ServiceHealth::new(16)),
-        tables,
-    });
+    let (counters, writers) = Counters::new(n, 16);
+    let health = Arc::new(ServiceHealth::new(16));
+    let neighbours = Arc::new(Neighbours::new(64));
+    let mut all: Vec<Worker> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(id, writer)| {
+            let mut w = Worker::new(WorkerSetup {
+                id,
+                workers: n,
+                macs: vec![LB_MAC],
+                flow_capacity: flows,
+                writer,
+                counters: Arc::clone(&counters),
+                health: Arc::clone(&health),
+                tables: Arc::clone(&tables),
+            });
+            w.share_neighbours(Arc::clone(&neighbours));
+            w
+        })
+        .collect();
+    let w = &mut all[0];
     for i in 1..=3u8 {
         let mut arp = vec![0u8; 42];
         arp[0..6].copy_from_slice(&LB_MAC);
@@ -55,7 +72,7 @@ fn worker(flows: usize) -> Worker {
         arp[38..42].copy_from_slice(&[198, 18, 0, 2]);
         w.process(0, 0, &mut arp);
     }
-    w
+    all
 }
 
 fn segment(src_port: u16, syn: bool, payload: &[u8]) -> Vec<u8> {
@@ -135,6 +152,57 @@ fn bench(c: &mut Criterion) {
                 },
                 BatchSize::SmallInput,
             )
+        });
+    }
+
+    // Handoff: two workers; 64 established flows owned by worker 1 whose frames reach worker
+    // 0's queue (handed over, then processed and sent by worker 1), against the same frames
+    // reaching worker 1 directly, in the same run. Both through the run loop and the
+    // in-memory port.
+    {
+        let mut pair = workers(1 << 16, 2);
+        let w1 = pair.pop().expect("two workers");
+        let w0 = pair.pop().expect("two workers");
+        let mut lanes = Lanes::mesh(2, 256).into_iter();
+        let mut r0 = Runner::new(w0, vec![MemPort::new(4096)], MonitorRings::default())
+            .with_lanes(lanes.next().expect("lanes"));
+        let mut r1 = Runner::new(w1, vec![MemPort::new(4096)], MonitorRings::default())
+            .with_lanes(lanes.next().expect("lanes"));
+        let owned: Vec<u16> = (20_000..40_000u16)
+            .filter(|&p| {
+                let f = segment(p, true, b"");
+                matches!(engine::wire::parse(&f), Ok(engine::wire::Packet::Ipv4(ip))
+                    if engine::worker::steer::Steering { id: 0, workers: 2 }.owner(&ip, false) == 1)
+            })
+            .take(BURST)
+            .collect();
+        for &p in &owned {
+            r1.port_mut(0).expect("port").inject(segment(p, true, b""));
+        }
+        r1.poll(1);
+        r1.port_mut(0).expect("port").take_sent();
+        let data: Vec<Vec<u8>> = owned
+            .iter()
+            .map(|&p| segment(p, false, &[0x41; 64]))
+            .collect();
+        g.bench_function("established-128B-at-its-owner-run-loop", |b| {
+            b.iter(|| {
+                for f in &data {
+                    r1.port_mut(0).expect("port").inject(f.clone());
+                }
+                r1.poll(2);
+                std::hint::black_box(r1.port_mut(0).expect("port").take_sent());
+            })
+        });
+        g.bench_function("established-128B-handed-off-run-loop", |b| {
+            b.iter(|| {
+                for f in &data {
+                    r0.port_mut(0).expect("port").inject(f.clone());
+                }
+                r0.poll(2);
+                r1.poll(2);
+                std::hint::black_box(r1.port_mut(0).expect("port").take_sent());
+            })
         });
     }
 

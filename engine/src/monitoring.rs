@@ -216,8 +216,10 @@ pub fn spawn(
                     control.monitor_follows(tables.generation);
                 }
                 core.poll(now());
-                // Wake for the next frame (a reply is timed on arrival) or the next ms.
-                core.wait(Duration::from_millis(1));
+                // Wake for the next frame (a reply is timed on arrival), a running probe's
+                // timers, or the next probe due (at most 10 ms: configuration changes).
+                let pause = core.idle_for(now(), Duration::from_millis(10));
+                core.wait(pause);
             }
         })
 }

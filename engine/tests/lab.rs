@@ -1338,3 +1338,38 @@ fn two_workers_on_a_two_queue_veth_serve_every_connection() {
     let summary = lab.stop();
     assert!(summary.contains("handed off "), "{summary}");
 }
+
+/// `[io] poll = "wait"` (hw-profiles/lab-veth-mq.toml): an idle daemon sleeps instead of
+/// spinning. CPU time (user + system, all threads) from /proc over 5 s without traffic.
+#[test]
+fn an_idle_daemon_with_poll_wait_costs_under_five_percent_of_a_core() {
+    use std::time::{Duration, Instant};
+    let mut lab = Lab::up_two_queues("idle", 1);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let pid = lab.daemon_pid().expect("fulcrumd runs");
+    let cpu_ticks = || -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // Fields after the command name (which is in parentheses): utime is the 12th, stime
+        // the 13th.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+        let fields: Vec<u64> = rest
+            .split_whitespace()
+            .skip(1)
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
+        fields[10] + fields[11]
+    };
+    // The start-up probe's traffic ends; then nothing but the monitor's probes.
+    std::thread::sleep(Duration::from_secs(2));
+    let (t0, c0) = (Instant::now(), cpu_ticks());
+    std::thread::sleep(Duration::from_secs(5));
+    let (elapsed, used) = (t0.elapsed().as_secs_f64(), cpu_ticks() - c0);
+    let hz = 100.0; // USER_HZ on Linux
+    let share = used as f64 / hz / elapsed;
+    assert!(
+        share < 0.05,
+        "idle fulcrumd used {:.1} % of a core",
+        share * 100.0
+    );
+    lab.stop();
+}

@@ -35,6 +35,17 @@ impl Scheduler {
         Some((when, i))
     }
 
+    /// When the earliest idle binding is due (ms), if any; entries may be stale (then the
+    /// caller wakes a little early, never late).
+    pub fn next_due(&self) -> Option<u64> {
+        self.due.peek().map(|Reverse((when, _))| *when)
+    }
+
+    /// Whether any probe is running.
+    pub fn any_running(&self) -> bool {
+        !self.running.is_empty()
+    }
+
     pub fn start_running(&mut self, i: usize) {
         self.running.push(i);
     }

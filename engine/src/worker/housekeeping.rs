@@ -25,8 +25,16 @@ impl Worker {
             let s = &self.stats;
             shared.publish_figures(self.id, s.rx, s.tx, (s.handoff_in, s.handoff_out));
         }
-        // One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
-        // included (their next frame would too, but an idle peer might wait a long time).
+        // An empty table needs no sweep (an idle worker's rounds stay cheap).
+        if !self.flows.is_empty() {
+            self.sweep(now_ms);
+        }
+        self.ask_for_next_hops(now_ms);
+    }
+
+    /// One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
+    /// included (their next frame would too, but an idle peer might wait a long time).
+    fn sweep(&mut self, now_ms: u64) {
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
         flushed.clear();
@@ -48,6 +56,10 @@ impl Worker {
             },
         );
         self.probe_flushed();
+    }
+
+    /// Once a second: ARP requests for the next hops of services not resolved yet.
+    fn ask_for_next_hops(&mut self, now_ms: u64) {
         let round = now_ms / ARP_INTERVAL_MS;
         if self.last_arp_round != Some(round) {
             self.last_arp_round = Some(round);

@@ -20,9 +20,12 @@ use super::{BURST, FrameBuf, Port, Worker};
 const BATCH: usize = 64;
 /// Rounds without a frame before the loop starts sleeping between rounds.
 const IDLE_SPIN_ROUNDS: u32 = 64;
-/// `poll = "wait"`: idle rounds before sleeping, and the sleep.
+/// `poll = "wait"`: idle rounds before sleeping; then sleeps that double from the first to
+/// the longest (the first frame after a pause waits at most that long; the rings hold what
+/// arrives meanwhile).
 const WAIT_SPIN_ROUNDS: u32 = 8;
-const WAIT_SLEEP: Duration = Duration::from_millis(1);
+const WAIT_FIRST_SLEEP_US: u64 = 250;
+const WAIT_LONGEST_SLEEP_US: u64 = 8_000;
 
 /// A worker's ends of the monitor core's rings; `from` only on the worker that transmits
 /// for the monitor core.
@@ -149,7 +152,11 @@ impl<P: Port> Runner<P> {
                     let pause = if idle_rounds > 10_000 { 500 } else { 50 };
                     std::thread::sleep(Duration::from_micros(pause));
                 }
-                Poll::Wait if idle_rounds > WAIT_SPIN_ROUNDS => std::thread::sleep(WAIT_SLEEP),
+                Poll::Wait if idle_rounds > WAIT_SPIN_ROUNDS => {
+                    let doublings = (idle_rounds - WAIT_SPIN_ROUNDS).min(16);
+                    let us = (WAIT_FIRST_SLEEP_US << doublings).min(WAIT_LONGEST_SLEEP_US);
+                    std::thread::sleep(Duration::from_micros(us));
+                }
                 Poll::Busy | Poll::Wait => {}
             }
         }

@@ -104,6 +104,11 @@ impl Lab {
         lab
     }
 
+    /// The running fulcrumd's PID (`ip netns exec` execs it in place).
+    pub fn daemon_pid(&self) -> Option<u32> {
+        self.daemon.as_ref().map(|c| c.id())
+    }
+
     /// This lab's control socket.
     pub fn socket(&self) -> PathBuf {
         self.dir.join("ctl.sock")

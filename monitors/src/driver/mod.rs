@@ -303,6 +303,20 @@ impl MonitorCore {
         self.device.wait(max);
     }
 
+    /// How long the core may sleep at `now` (µs) before its next round: a millisecond while
+    /// probes run (their timers), otherwise until the next probe is due, at most `max`. A
+    /// frame from the workers ends the wait early.
+    pub fn idle_for(&self, now: u64, max: std::time::Duration) -> std::time::Duration {
+        let ms = std::time::Duration::from_millis(1);
+        if self.schedule.any_running() {
+            return ms;
+        }
+        let until_due = self.schedule.next_due().map_or(max, |due_ms| {
+            std::time::Duration::from_micros((due_ms * 1000).saturating_sub(now))
+        });
+        until_due.clamp(ms, max.max(ms))
+    }
+
     /// Running again when a probe runs, otherwise idle until its next probe is due.
     fn reschedule(&mut self, i: usize) {
         let b = &self.bindings[i];
