@@ -8,11 +8,16 @@
 # and packets/s through the balancer (counted on its switch port, so every path is measured
 # the same way). Everything shares this machine's cores: compare ratios, not absolutes.
 #
-#   bash scripts/lab-bench.sh [SECONDS] [CONNECTIONS]
+#   bash scripts/lab-bench.sh [SECONDS] [CONNECTIONS] [QUEUES]
+# QUEUES 2: the engine's veth has two queues and fulcrumd runs two workers
+# (hw-profiles/lab-veth-mq.toml); the other paths run on the same two-queue lab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 conns=${2:-50}
+queues=${3:-1}
+profile=hw-profiles/lab-veth.toml
+[ "$queues" = 1 ] || profile=hw-profiles/lab-veth-mq.toml
 bash scripts/install-deps.sh
 cargo build --release --locked -q --bin fulcrumd
 FULCRUMD=$PWD/target/release/fulcrumd
@@ -25,7 +30,7 @@ cleanup() {
   bash scripts/lab.sh down "$tag"
 }
 trap cleanup EXIT
-bash scripts/lab.sh up "$tag" 3 >/dev/null
+bash scripts/lab.sh up "$tag" 3 onearm "$queues" >/dev/null
 lb=fl-$tag-lb
 cli() { ip netns exec "fl-$tag-cli" "$@"; }
 port_packets() { # packets through a switch port (both directions)
@@ -72,7 +77,7 @@ bind lb vserver web s1
 bind lb vserver web s2
 bind lb vserver web s3
 CONF
-ip netns exec "$lb" "$FULCRUMD" --profile hw-profiles/lab-veth.toml --config "$dir/rr.conf" --socket "$dir/ctl.sock" \
+ip netns exec "$lb" "$FULCRUMD" --profile "$profile" --config "$dir/rr.conf" --socket "$dir/ctl.sock" \
   > "$dir/fulcrumd.out" 2>&1 &
 daemon=$!
 pids+=("$daemon")
