@@ -172,7 +172,7 @@ fn bench(c: &mut Criterion) {
             .filter(|&p| {
                 let f = segment(p, true, b"");
                 matches!(engine::wire::parse(&f), Ok(engine::wire::Packet::Ipv4(ip))
-                    if engine::worker::steer::Steering { id: 0, workers: 2 }.owner(&ip, false) == 1)
+                    if engine::worker::steer::Steering::ranges(0, 2).owner(&ip, false) == 1)
             })
             .take(BURST)
             .collect();

@@ -55,6 +55,7 @@ pub mod persist;
 pub mod profile;
 pub mod rates;
 pub mod replay;
+pub mod rss;
 pub mod tables;
 pub mod verdict;
 pub mod wire;

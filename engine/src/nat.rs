@@ -68,6 +68,27 @@ impl Snat {
             .pop_front()
     }
 
+    /// The oldest free port `fits` accepts, looking at no more than `budget` ports (those
+    /// passed over go to the back, in order). For RSS-aware steering: a port whose replies
+    /// reach this worker's queue.
+    #[inline]
+    pub fn allocate_where(
+        &mut self,
+        snip: Ipv4Addr,
+        budget: usize,
+        mut fits: impl FnMut(u16) -> bool,
+    ) -> Option<u16> {
+        let pool = self.pools.iter_mut().find(|p| p.snip == snip)?;
+        for _ in 0..budget.min(pool.free.len()) {
+            let port = pool.free.pop_front()?;
+            if fits(port) {
+                return Some(port);
+            }
+            pool.free.push_back(port);
+        }
+        None
+    }
+
     #[inline]
     pub fn release(&mut self, snip: Ipv4Addr, port: u16) {
         if let Some(p) = self.pools.iter_mut().find(|p| p.snip == snip)

@@ -11,6 +11,7 @@ use engine::flow::FlowKey;
 use engine::health::ServiceHealth;
 use engine::nat::Snat;
 use engine::neigh::Neighbours;
+use engine::rss::{MICROSOFT_KEY, Rss};
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::DropReason;
 use engine::wire::{self, Packet, Proto};
@@ -37,10 +38,12 @@ bind lb vserver dns d2
 
 struct Nic {
     runners: Vec<Runner<MemPort>>,
+    /// RSS the engine knows (RSS-aware steering), or `None`: the NIC's own hash.
+    rss: Option<Arc<Rss>>,
 }
 
 impl Nic {
-    fn new(workers: usize) -> Self {
+    fn new(workers: usize, rss: Option<Arc<Rss>>) -> Self {
         let (cfg, errors) = ctl::conf::replay_text(CONFIG);
         assert!(errors.is_empty(), "{errors:?}");
         let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
@@ -63,11 +66,14 @@ impl Nic {
                     tables: Arc::clone(&tables),
                 });
                 w.share_neighbours(Arc::clone(&neighbours));
+                if let Some(rss) = &rss {
+                    w.steer_by_rss(Arc::clone(rss));
+                }
                 let lanes = lanes.next().unwrap();
                 Runner::new(w, vec![MemPort::new(4096)], MonitorRings::default()).with_lanes(lanes)
             })
             .collect();
-        let mut nic = Self { runners };
+        let mut nic = Self { runners, rss };
         // The backends' ARP answers reach one queue only.
         for i in 1..=2 {
             nic.runners[0].port_mut(0).unwrap().inject(arp(
@@ -87,6 +93,11 @@ impl Nic {
     /// engine's (as a veth's sender queue or an RSS key the engine did not set).
     fn receive(&mut self, frame: Vec<u8>) {
         let queue = match wire::parse(&frame) {
+            Ok(Packet::Ipv4(ip)) if self.rss.is_some() => self
+                .rss
+                .as_ref()
+                .and_then(|r| r.queue_of(ip.src, ip.dst, ip.src_port, ip.dst_port))
+                .unwrap_or(0) as usize,
             Ok(Packet::Ipv4(ip)) => {
                 let x = u64::from(u32::from(ip.src)) * 31
                     + u64::from(ip.src_port) * 7
@@ -139,15 +150,20 @@ fn ports_of(f: &[u8]) -> (Ipv4Addr, u16, Ipv4Addr, u16, u8) {
     )
 }
 
-fn client_owner(frame: &[u8], workers: usize) -> usize {
+fn client_owner(frame: &[u8], workers: usize, rss: &Option<Arc<Rss>>) -> usize {
     let Ok(Packet::Ipv4(ip)) = wire::parse(frame) else {
         panic!("not IPv4")
     };
-    Steering { id: 0, workers }.owner(&ip, false)
+    Steering {
+        id: 0,
+        workers,
+        rss: rss.clone(),
+    }
+    .owner(&ip, false)
 }
 
-fn run(workers: usize) {
-    let mut nic = Nic::new(workers);
+fn run(workers: usize, rss: Option<Arc<Rss>>) {
+    let mut nic = Nic::new(workers, rss.clone());
     let flows = 200u16;
     // Clients open TCP connections and send UDP queries.
     let mut owners = Vec::new();
@@ -155,7 +171,10 @@ fn run(workers: usize) {
         let client = Ipv4Addr::new(198, 18, 1 + (i % 7) as u8, 50);
         let syn = tcp(CLIENT_MAC, (client, 30_000 + i), (VIP, 80), Flags::Syn, b"");
         let query = udp(CLIENT_MAC, (client, 40_000 + i), (VIP, 53), b"q");
-        owners.push((client_owner(&syn, workers), client_owner(&query, workers)));
+        owners.push((
+            client_owner(&syn, workers, &rss),
+            client_owner(&query, workers, &rss),
+        ));
         nic.receive(syn);
         nic.receive(query);
     }
@@ -200,7 +219,9 @@ fn run(workers: usize) {
             for (w, r) in nic.runners.iter().enumerate() {
                 let found = r.worker().flows().lookup(&key).map(|(slot, _)| slot);
                 assert_eq!(found.is_some(), w == owner, "{key:?} at worker {w}");
-                if let Some(slot) = found {
+                if let Some(slot) = found
+                    && rss.is_none()
+                {
                     let nat = r.worker().flows().get(slot).unwrap().snip.1;
                     assert_eq!(Snat::owner_of(nat, workers), Some(owner));
                 }
@@ -224,21 +245,36 @@ fn run(workers: usize) {
         .iter()
         .map(|r| r.worker().stats.handoff_in)
         .sum();
-    assert!(out > 0, "frames crossed workers");
     assert_eq!(out, handed_in);
+    match rss {
+        // The NIC brought every frame, replies included, to its owner.
+        Some(_) => assert_eq!(out, 0, "RSS-aware steering hands nothing over"),
+        None => assert!(out > 0, "frames crossed workers"),
+    }
+}
+
+fn toeplitz(queues: u32) -> Option<Arc<Rss>> {
+    Some(Arc::new(Rss::spread(&MICROSOFT_KEY, queues, 128).unwrap()))
 }
 
 #[test]
 fn two_workers_every_frame_at_its_owner() {
-    run(2);
+    run(2, None);
 }
 
 #[test]
 fn three_workers_every_frame_at_its_owner() {
-    run(3);
+    run(3, None);
 }
 
 #[test]
 fn eight_workers_every_frame_at_its_owner() {
-    run(8);
+    run(8, None);
+}
+
+#[test]
+fn with_rss_aware_steering_frames_arrive_at_their_owner() {
+    for workers in [2, 4, 8] {
+        run(workers, toeplitz(workers as u32));
+    }
 }

@@ -88,7 +88,7 @@ impl Worker {
         // 2. Look up (here, or at the worker that owns the flow).
         for i in 0..n {
             if let Stage::Lookup(ip, snip_bound) = stage[i]
-                && let Some(s) = self.steering
+                && let Some(s) = &self.steering
             {
                 let owner = s.owner(&ip, snip_bound);
                 if owner != self.id {
@@ -258,16 +258,23 @@ impl Worker {
             self.ask_for(hop, snip);
             return Err(DropReason::NoNeighbour);
         }
-        let nat_port = self
-            .snat
-            .allocate(snip)
-            .ok_or(DropReason::NatPortsExhausted)?;
+        let service_addr = (svc.addr, svc.port.unwrap_or(ip.dst_port));
+        let nat_port = match &self.steering {
+            // A port whose replies the NIC brings to this worker: about one in `workers`.
+            Some(s) if s.rss.is_some() => {
+                let budget = 64 * s.workers;
+                self.snat
+                    .allocate_where(snip, budget, |p| s.reply_comes_here(service_addr, snip, p))
+            }
+            _ => self.snat.allocate(snip),
+        }
+        .ok_or(DropReason::NatPortsExhausted)?;
         let flow = Flow {
             proto: ip.proto,
             client: (ip.src, ip.src_port),
             vip: (ip.dst, ip.dst_port),
             snip: (snip, nat_port),
-            service_addr: (svc.addr, svc.port.unwrap_or(ip.dst_port)),
+            service_addr,
             service,
             vserver: vserver_id,
             hop,

@@ -164,10 +164,25 @@ impl Worker {
     /// processing them here: with several workers, the queue a frame arrives on says nothing
     /// of its flow.
     pub fn steer_to_owners(&mut self) {
+        if self.steering.is_none() {
+            self.steering = Some(steer::Steering::ranges(self.id, self.workers));
+        }
+    }
+
+    /// RSS-aware steering: the NIC's `rss` brings each frame to the worker of its queue
+    /// (queue `w` is worker `w`'s), and this worker picks SNAT ports (from the whole range)
+    /// whose replies hash to its own queue. Call before any flow exists.
+    pub fn steer_by_rss(&mut self, rss: Arc<crate::rss::Rss>) {
         self.steering = Some(steer::Steering {
             id: self.id,
             workers: self.workers,
+            rss: Some(rss),
         });
+        self.snat = Snat::new(0, 1);
+        let snips: Vec<Ipv4Addr> = self.tables.snips().map(|s| s.addr).collect();
+        for s in snips {
+            self.snat.add_snip(s);
+        }
     }
 
     /// Shares `neighbours` with the other workers (instead of a table of its own), so an

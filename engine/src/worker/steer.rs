@@ -1,31 +1,66 @@
 //! Which worker owns a frame's flow, decided from its headers alone so every worker computes
-//! the same answer without looking into another's table: a reply to a SNIP by its SNAT port
-//! (each worker owns a range), a client's frame by a hash of its 5-tuple (the owner creates
-//! the flow, whichever queue the SYN reached). A frame that lands elsewhere is handed to its
-//! owner ([`super::handoff`]).
+//! the same answer without looking into another's table. Two ways:
+//!
+//! * **Ranges** (any NIC): a reply to a SNIP by its SNAT port (each worker owns a range), a
+//!   client's frame by a hash of its 5-tuple (the owner creates the flow, whichever queue
+//!   the SYN reached). Frames land anywhere and are handed to their owner
+//!   ([`super::handoff`]).
+//! * **RSS** (a NIC whose Toeplitz key and indirection table the engine knows): the owner is
+//!   the worker of the queue the NIC picks, and a worker chooses SNAT ports whose reply
+//!   4-tuple hashes to its own queue, so every frame arrives at its owner.
 
-use crate::nat::Snat;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use crate::nat::{MONITOR_PORTS, Snat};
+use crate::rss::Rss;
 use crate::wire::Ipv4;
 
-/// One worker's place among the workers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One worker's place among the workers, and how owners are found.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Steering {
     pub id: usize,
     pub workers: usize,
+    /// The NIC's RSS (queue `w` is worker `w`'s), for RSS-aware steering.
+    pub rss: Option<Arc<Rss>>,
 }
 
 impl Steering {
+    /// Steering by SNAT port ranges and a 5-tuple hash.
+    pub fn ranges(id: usize, workers: usize) -> Self {
+        Self {
+            id,
+            workers,
+            rss: None,
+        }
+    }
+
     /// The owner of a frame that needs a flow lookup; `snip_bound`: addressed to a SNIP.
     /// Frames for the monitor core's ports belong to whichever worker has them.
     #[inline]
     pub fn owner(&self, ip: &Ipv4, snip_bound: bool) -> usize {
-        if self.workers <= 1 {
+        if self.workers <= 1 || (snip_bound && MONITOR_PORTS.contains(&ip.dst_port)) {
             return self.id;
+        }
+        if let Some(rss) = &self.rss {
+            return rss
+                .queue_of(ip.src, ip.dst, ip.src_port, ip.dst_port)
+                .map_or(self.id, |q| q as usize % self.workers);
         }
         if snip_bound {
             return Snat::owner_of(ip.dst_port, self.workers).unwrap_or(self.id);
         }
         (client_hash(ip) % self.workers as u64) as usize
+    }
+
+    /// With RSS: whether a reply from `service` to `snip:port` reaches this worker's queue
+    /// (always true without RSS: the port ranges decide).
+    #[inline]
+    pub fn reply_comes_here(&self, service: (Ipv4Addr, u16), snip: Ipv4Addr, port: u16) -> bool {
+        self.rss.as_ref().is_none_or(|rss| {
+            rss.queue_of(service.0, snip, service.1, port)
+                .is_some_and(|q| q as usize % self.workers == self.id)
+        })
     }
 }
 
