@@ -109,6 +109,11 @@ pub struct Flow {
     pub active: bool,
     pub timeouts: Timeouts,
     pub last_seen: u64,
+    /// Added to the client's TCP timestamps toward the service (and taken off the echoes
+    /// coming back), so every SNAT tuple sees timestamps that only grow: a service still
+    /// holding the tuple in TIME_WAIT accepts the next SYN on it (RFC 7323 §5, PAWS).
+    /// `None` when the client sent none.
+    pub ts_shift: Option<u32>,
 }
 
 impl Flow {
@@ -350,6 +355,7 @@ mod tests {
                 closed: 5,
             },
             last_seen: 0,
+            ts_shift: None,
         }
     }
 

@@ -807,3 +807,68 @@ fn tcp_out_checksums_only(f: &[u8]) {
     let tcp = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
     assert_eq!(tcp.checksum(), tcp.calc_checksum_ipv4(&ip, &[]).unwrap());
 }
+
+/// A segment with the timestamps option (TSval, TSecr).
+fn tcp_with_timestamps(
+    smac: [u8; 6],
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+    syn_ack: bool,
+    ts: (u32, u32),
+) -> Vec<u8> {
+    use etherparse::TcpOptionElement;
+    let b = PacketBuilder::ethernet2(smac, LB_MAC)
+        .ipv4(src.0.octets(), dst.0.octets(), 64)
+        .tcp(src.1, dst.1, 1000, 65535);
+    let b = if syn_ack { b.syn().ack(1001) } else { b.syn() };
+    let b = b
+        .options(&[TcpOptionElement::Timestamp(ts.0, ts.1)])
+        .unwrap();
+    let mut v = Vec::new();
+    b.write(&mut v, b"").unwrap();
+    v
+}
+
+fn timestamps_of(f: &[u8]) -> (u32, u32) {
+    let t = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+    t.options_iterator()
+        .find_map(|o| match o {
+            Ok(etherparse::TcpOptionElement::Timestamp(v, e)) => Some((v, e)),
+            _ => None,
+        })
+        .expect("timestamps kept")
+}
+
+#[test]
+fn timestamps_toward_services_only_grow_and_echoes_come_back_unchanged() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // A client whose clock reads high, then (another connection, its own random offset) low.
+    let mut sent = Vec::new();
+    for (port, tsval) in [(41_000, 4_000_000_000u32), (41_001, 17)] {
+        lab.now += 1_000;
+        let mut syn = tcp_with_timestamps(CLIENT_MAC, (CLIENT, port), (VIP, 80), false, (tsval, 0));
+        assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+        let (_, src, dst, _) = tcp_out(&syn); // checksums verified
+        let (forwarded, echo) = timestamps_of(&syn);
+        assert_eq!(echo, 0);
+        sent.push(forwarded);
+        // The service answers, echoing what it got; the client gets its own clock back.
+        let mac = if dst.0 == backend(1) {
+            backend_mac(1)
+        } else {
+            backend_mac(2)
+        };
+        let mut answer = tcp_with_timestamps(mac, dst, src, true, (555, forwarded));
+        assert_eq!(lab.run(&mut answer), Verdict::Tx { port: 0 });
+        tcp_out(&answer);
+        assert_eq!(
+            timestamps_of(&answer),
+            (555, tsval),
+            "the echo translated back"
+        );
+    }
+    assert!(
+        sent[1].wrapping_sub(sent[0]) < u32::MAX / 2 && sent[1] != sent[0],
+        "a later flow carries a later timestamp whatever the client's clock: {sent:?}"
+    );
+}

@@ -35,8 +35,9 @@ pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
 pub use parse::{Arp, Ipv4, Packet, TcpFlags, parse};
 pub use rewrite::{
-    TcpNumbers, TransportChecksum, arp_reply_in_place, arp_target, complete_checksum,
-    echo_reply_in_place, readdress, rewrite, set_macs, src_mac, tcp_numbers, transport_checksum,
+    TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target, complete_checksum,
+    echo_reply_in_place, readdress, rewrite, set_macs, shift_timestamp, src_mac, tcp_numbers,
+    tcp_tsval, transport_checksum,
 };
 pub use tcp::TcpPacket;
 pub use udp::UdpPacket;

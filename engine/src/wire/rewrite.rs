@@ -197,6 +197,72 @@ pub fn rewrite(
     }
 }
 
+/// Which timestamp of a TCP segment to shift.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timestamp {
+    /// The sender's clock (TSval): shifted forward toward the service.
+    Value,
+    /// The echo of the other side's clock (TSecr): shifted back toward the client.
+    Echo,
+}
+
+/// The TSval of a TCP segment with the timestamps option.
+pub fn tcp_tsval(frame: &[u8], p: &Ipv4) -> Option<u32> {
+    if p.proto != Proto::Tcp {
+        return None;
+    }
+    let tcp = TcpPacket::new_checked(frame.get(p.l4..)?).ok()?;
+    let at = tcp.timestamps_at()?;
+    let b = tcp.into_inner();
+    Some(u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
+}
+
+/// Adds `shift` to one timestamp of a TCP segment (wrapping; `Echo` takes it off), adjusting
+/// the (complete) transport checksum. A segment without the option is left as it is.
+pub fn shift_timestamp(frame: &mut [u8], p: &Ipv4, which: Timestamp, shift: u32) {
+    if p.proto != Proto::Tcp {
+        return;
+    }
+    let Some(segment) = frame.get_mut(p.l4..) else {
+        return;
+    };
+    let Ok(tcp) = TcpPacket::new_checked(segment) else {
+        return;
+    };
+    let Some(at) = tcp.timestamps_at() else {
+        return;
+    };
+    let at = match which {
+        Timestamp::Value => at,
+        Timestamp::Echo => at + 4,
+    };
+    let sum = tcp.checksum();
+    let b = tcp.into_inner();
+    let Some(field) = b.get_mut(at..at + 4) else {
+        return;
+    };
+    let old = [field[0], field[1], field[2], field[3]];
+    let value = u32::from_be_bytes(old);
+    let new = match which {
+        Timestamp::Value => value.wrapping_add(shift),
+        Timestamp::Echo => value.wrapping_sub(shift),
+    }
+    .to_be_bytes();
+    field.copy_from_slice(&new);
+    // The option starts at an even offset after NOP NOP in practice, but not always: adjust
+    // over the aligned words that hold the four bytes.
+    let start = at & !1;
+    let end = (at + 4 + 1) & !1;
+    let mut before = [0u8; 6];
+    let mut after = [0u8; 6];
+    let n = end - start;
+    after[..n].copy_from_slice(&b[start..end]);
+    before[..n].copy_from_slice(&b[start..end]);
+    before[at - start..at - start + 4].copy_from_slice(&old);
+    let sum = checksum::adjust(sum, &before[..n], &after[..n]);
+    TcpPacket::new_unchecked(b).set_checksum(sum);
+}
+
 /// A TCP segment's sequence and acknowledgement numbers and the sequence space it uses
 /// (payload, plus one each for SYN and FIN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,6 +20,9 @@ mod field {
 pub const MIN_HEADER_LEN: usize = field::MIN_HEADER_END;
 pub const FLAG_RST: u8 = 0x04;
 pub const FLAG_ACK: u8 = 0x10;
+const OPTION_END: u8 = 0;
+const OPTION_NOP: u8 = 1;
+const OPTION_TIMESTAMPS: u8 = 8;
 
 super::view!(
     /// A byte view of a TCP segment.
@@ -76,6 +79,31 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 
     pub fn checksum(&self) -> u16 {
         be16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+
+    /// Where the timestamps option's TSval starts (TSecr follows it), if the segment has the
+    /// option (kind 8, length 10).
+    pub fn timestamps_at(&self) -> Option<usize> {
+        let b = self.buffer.as_ref();
+        let end = self.header_len().min(b.len());
+        let mut at = field::MIN_HEADER_END;
+        while at < end {
+            match b[at] {
+                OPTION_END => return None,
+                OPTION_NOP => at += 1,
+                kind => {
+                    let len = usize::from(*b.get(at + 1)?);
+                    if len < 2 || at + len > end {
+                        return None;
+                    }
+                    if kind == OPTION_TIMESTAMPS && len == 10 {
+                        return Some(at + 2);
+                    }
+                    at += len;
+                }
+            }
+        }
+        None
     }
 }
 

@@ -284,6 +284,7 @@ impl Worker {
             active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
+            ts_shift: wire::tcp_tsval(frame, ip).map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
         };
         match self.flows.insert(flow) {
             Ok(slot) => {
@@ -329,10 +330,16 @@ impl Worker {
                     return Verdict::Drop(DropReason::NoNeighbour);
                 };
                 wire::rewrite(frame, ip, flow.snip, flow.service_addr, sum);
+                if let Some(shift) = flow.ts_shift {
+                    wire::shift_timestamp(frame, ip, wire::Timestamp::Value, shift);
+                }
                 (n.port, n.mac)
             }
             Side::Server => {
                 wire::rewrite(frame, ip, flow.vip, flow.client, sum);
+                if let Some(shift) = flow.ts_shift {
+                    wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, shift);
+                }
                 (flow.client_port, flow.client_mac)
             }
         };
@@ -375,6 +382,15 @@ impl Worker {
             self.snat.release(flow.snip.0, flow.snip.1);
         }
     }
+}
+
+/// The timestamp a new flow's first segment carries toward its service: the worker's clock at
+/// 4 ticks a millisecond. Clients tick at most 1 kHz (RFC 7323 recommends 1 ms to 1 s), so
+/// every later flow on a SNAT tuple starts above where the previous one ended, and a service
+/// holding the tuple in TIME_WAIT accepts its SYN.
+#[inline]
+fn ts_base(now_ms: u64) -> u32 {
+    (now_ms.wrapping_mul(4) as u32).wrapping_add(1)
 }
 
 /// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
