@@ -15,7 +15,8 @@ use crate::counters::Counters;
 use crate::error::EngineError;
 use crate::health::ServiceHealth;
 use crate::neigh::Neighbours;
-use crate::profile::HwProfile;
+use crate::profile::{HwProfile, Steering};
+use crate::rss::Rss;
 use crate::verdict::{DropCounters, SharedDrops};
 use crate::worker::{Lanes, MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
 use crate::xsk::{self, XskConfig, XskPort};
@@ -181,6 +182,7 @@ pub fn run(
     // worker owns (the queue a frame arrives on says nothing of its flow).
     let neighbours = Arc::new(Neighbours::new(crate::worker::NEIGHBOURS));
     let poll = profile.io.poll;
+    let rss = choose_steering(profile)?;
     let mut lanes = Lanes::mesh(workers, HANDOFF_LANE_FRAMES).into_iter();
     for (w, writer, port_configs) in plans {
         let ports = port_configs
@@ -200,6 +202,9 @@ pub fn run(
         });
         worker.share_drops(Arc::clone(&drops));
         worker.share_neighbours(Arc::clone(&neighbours));
+        if let Some(rss) = &rss {
+            worker.steer_by_rss(Arc::clone(rss));
+        }
         worker.attach_monitor();
         let lanes = lanes.next().unwrap_or_default();
         for (i, c) in port_configs.iter().enumerate() {
@@ -332,6 +337,50 @@ pub fn run(
         }
     }
     Ok(summary)
+}
+
+/// RSS-aware steering when the profile allows it and every port's NIC hashes TCP and UDP
+/// over their 4-tuple with one Toeplitz key and table whose queues are the workers' (the
+/// table is rewritten from queue numbers to worker indices); `None`: handoff.
+fn choose_steering(profile: &HwProfile) -> Result<Option<Arc<Rss>>, EngineError> {
+    if profile.cores.workers.len() < 2 || profile.io.steering == Steering::Handoff {
+        return Ok(None);
+    }
+    let mut found: Option<Rss> = None;
+    let mut why = String::new();
+    for p in &profile.ports {
+        match xsk::read_rss(&p.ifname)? {
+            None => why = format!("{} has no RSS the engine can compute", p.ifname),
+            Some(mut rss) => {
+                let worker_of = |q: u32| p.queues.iter().position(|&x| x == q).map(|w| w as u32);
+                let mapped: Option<Vec<u32>> =
+                    rss.indirection.iter().map(|&q| worker_of(q)).collect();
+                match mapped {
+                    Some(table) => rss.indirection = table,
+                    None => why = format!("{}'s RSS spreads over queues no worker owns", p.ifname),
+                }
+                match &found {
+                    Some(first) if *first != rss => {
+                        why = "the ports' RSS configurations differ".into();
+                    }
+                    _ => found = Some(rss),
+                }
+            }
+        }
+    }
+    match (why.is_empty(), profile.io.steering) {
+        (true, _) => {
+            eprintln!("fulcrumd: steering: RSS-aware (frames arrive at their flow's worker)");
+            Ok(found.map(Arc::new))
+        }
+        (false, Steering::Rss) => Err(EngineError::Profile(format!(
+            "io.steering = \"rss\": {why}; use \"auto\" or \"handoff\""
+        ))),
+        (false, _) => {
+            eprintln!("fulcrumd: steering: handoff between workers ({why})");
+            Ok(None)
+        }
+    }
 }
 
 /// Stops the whole daemon when the thread holding it panics: a dead worker would leave its

@@ -178,11 +178,6 @@ impl HwProfile {
         if self.flows.per_worker == 0 {
             return fail("flows.per_worker must be positive".into());
         }
-        if self.io.steering == Steering::Rss {
-            return fail(
-                "io.steering = \"rss\": programming the NIC's RSS is not built yet; use \"auto\" or \"handoff\"".into(),
-            );
-        }
         Ok(())
     }
 }
@@ -233,7 +228,7 @@ per_worker = 1048576
         assert_eq!((io.poll, io.steering), (Poll::Wait, Steering::Handoff));
         assert!(HwProfile::from_toml(&format!("{MINIMAL}[io]\npoll = \"sometimes\"\n")).is_err());
         let rss = HwProfile::from_toml(&format!("{MINIMAL}[io]\nsteering = \"rss\"\n"));
-        assert!(rss.unwrap_err().to_string().contains("not built yet"));
+        assert_eq!(rss.unwrap().io.steering, Steering::Rss);
     }
 
     #[test]
