@@ -44,8 +44,14 @@ wait_http() {
 to_ms() { awk '{v=$1; if (v ~ /us$/) {sub("us","",v); v/=1000} else if (v ~ /ms$/) {sub("ms","",v)} else if (v ~ /s$/) {sub("s","",v); v*=1000}; printf "%.2f", v}'; }
 
 rows=()
+client_host=50
 measure() { # measure NAME URL SWITCHPORT
   local name=$1 url=$2 swport=$3 line=""
+  # Each path gets a client address of its own: wrk closes connections itself, and the
+  # TIME_WAIT sockets one path leaves on the client must not slow the next path's connects.
+  client_host=$((client_host + 1))
+  ip -n "fl-$tag-cli" addr add "198.18.0.$client_host/24" dev eth0 2>/dev/null || true
+  ip -n "fl-$tag-cli" route replace 198.18.0.0/24 dev eth0 src "198.18.0.$client_host"
   for mode in keepalive close; do
     local extra=() before after out rps p50 p99
     [ "$mode" = close ] && extra=(-H "Connection: close")
@@ -87,7 +93,10 @@ kill "$daemon"; wait "$daemon" || true
 
 # the kernel: nftables DNAT + SNAT on the same interface (one-arm)
 ip -n "$lb" addr add 198.18.0.100/24 dev fl-lb0
-ip -n "$lb" addr add 198.18.0.2/24 dev fl-lb0
+# Their own source addresses (not the engine's SNIP .2): the TIME_WAIT sockets the backends
+# keep for one path's tuples must not meet the next path's SYNs.
+ip -n "$lb" addr add 198.18.0.3/24 dev fl-lb0
+ip -n "$lb" addr add 198.18.0.4/24 dev fl-lb0
 ip netns exec "$lb" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.fl-lb0.send_redirects=0
 cat > "$dir/lb.nft" <<NFT
 table ip fl_bench {
@@ -97,7 +106,7 @@ table ip fl_bench {
   }
   chain post {
     type nat hook postrouting priority srcnat; policy accept;
-    ip daddr { 198.18.0.11, 198.18.0.12, 198.18.0.13 } tcp dport 80 snat to 198.18.0.2
+    ip daddr { 198.18.0.11, 198.18.0.12, 198.18.0.13 } tcp dport 80 snat to 198.18.0.3
   }
 }
 NFT
@@ -122,7 +131,7 @@ frontend fe
   default_backend be
 backend be
   balance roundrobin
-  source 198.18.0.2
+  source 198.18.0.4
   server s1 198.18.0.11:80
   server s2 198.18.0.12:80
   server s3 198.18.0.13:80
