@@ -326,13 +326,13 @@ fn ethtool(ifname: &str, data: &mut [u8]) -> std::io::Result<()> {
 /// Whether the NIC hashes `flow_type` frames over their 4-tuple.
 fn hashes_four_tuple(ifname: &str, flow_type: u32) -> std::io::Result<bool> {
     // struct ethtool_rxnfc: cmd, flow_type, data (u64), then fields GRXFH leaves alone.
-    let mut buf = [0u8; 192];
-    buf[..4].copy_from_slice(&ETHTOOL_GRXFH.to_ne_bytes());
-    buf[4..8].copy_from_slice(&flow_type.to_ne_bytes());
-    ethtool(ifname, &mut buf)?;
-    let mut data = [0u8; 8];
-    data.copy_from_slice(&buf[8..16]);
-    Ok(u64::from_ne_bytes(data) & RXH_FOUR_TUPLE == RXH_FOUR_TUPLE)
+    let mut rxnfc = [0u8; 192];
+    rxnfc[..4].copy_from_slice(&ETHTOOL_GRXFH.to_ne_bytes());
+    rxnfc[4..8].copy_from_slice(&flow_type.to_ne_bytes());
+    ethtool(ifname, &mut rxnfc)?;
+    let mut fields = [0u8; 8];
+    fields.copy_from_slice(&rxnfc[8..16]);
+    Ok(u64::from_ne_bytes(fields) & RXH_FOUR_TUPLE == RXH_FOUR_TUPLE)
 }
 
 /// The RSS of an `ETHTOOL_GRSSH` answer: Toeplitz, its indirection table and key.
