@@ -233,11 +233,22 @@ pub fn run(
                 if workers > 1 {
                     runner = runner.with_lanes(lanes);
                 }
-                let (worker, ports) = runner.run(&stop, &published, || clock.now_ms());
-                for p in ports.iter().filter(|p| p.fill_errors > 0) {
-                    eprintln!("fulcrumd: worker {w}: {p:?}: {} ring errors", p.fill_errors);
+                let (worker, ports, fault) = runner.run(&stop, &published, || clock.now_ms());
+                if let Some(fault) = fault {
+                    // The daemon stops cleanly (XDP detached) rather than serve with a dead
+                    // queue; the summary names the fault.
+                    eprintln!("fulcrumd: worker {w}: {fault}; stopping");
+                    stop.store(true, Ordering::Relaxed);
+                    drop(ports);
+                    return Err(fault);
                 }
-                worker
+                if worker.stats.port_busy > 0 {
+                    eprintln!(
+                        "fulcrumd: worker {w}: {} port calls were busy and retried",
+                        worker.stats.port_busy
+                    );
+                }
+                Ok(worker)
             })
             .map_err(|source| EngineError::Thread {
                 what: format!("worker {w}"),
@@ -302,9 +313,16 @@ pub fn run(
     }
     let mut summary = RunSummary::default();
     for (id, h) in handles.into_iter().enumerate() {
-        let Ok(w) = h.join() else {
-            failed.push(format!("worker {id}"));
-            continue;
+        let w = match h.join() {
+            Ok(Ok(w)) => w,
+            Ok(Err(fault)) => {
+                failed.push(format!("worker {id} ({fault})"));
+                continue;
+            }
+            Err(_) => {
+                failed.push(format!("worker {id}"));
+                continue;
+            }
         };
         let s = w.stats;
         summary.stats.rx += s.rx;

@@ -19,7 +19,7 @@ use arraydeque::{ArrayDeque, Wrapping};
 
 use crate::error::EngineError;
 use crate::profile::XdpMode;
-use crate::worker::{FrameBuf, Port};
+use crate::worker::{FrameBuf, Port, PortError};
 
 pub type Frame = BufMmap<'static, ()>;
 
@@ -43,8 +43,6 @@ pub struct XskPort {
     _umem: Arc<Umem<'static, ()>>,
     _area: Arc<MmapArea<'static, ()>>,
     fill_target: usize,
-    /// Fill or completion ring calls that failed (the frames stay on the free list).
-    pub fill_errors: u64,
 }
 
 impl fmt::Debug for XskPort {
@@ -129,10 +127,11 @@ impl XskPort {
             _umem: umem,
             _area: area,
             fill_target: c.ring_size as usize,
-            fill_errors: 0,
         };
         let target = port.fill_target;
-        port.refill(target);
+        if let Err(e) = port.refill(target) {
+            return Err(fail("cannot fill the ring", &e));
+        }
         Ok(port)
     }
 }
@@ -198,22 +197,19 @@ impl Port for XskPort {
     type Frame = Frame;
 
     /// Takes back frames the kernel finished sending.
-    fn reclaim(&mut self, budget: usize) {
+    fn reclaim(&mut self, budget: usize) -> Result<(), PortError> {
         let room = self.free.capacity() - self.free.len();
-        if self
-            .completion
+        self.completion
             .service(&mut self.free, budget.min(room))
-            .is_err()
-        {
-            self.fill_errors += 1;
-        }
+            .map(drop)
+            .map_err(|_| PortError::Busy)
     }
 
     /// Receives up to `budget` frames into the RX queue; returns how many.
-    fn receive(&mut self, budget: usize) -> usize {
+    fn receive(&mut self, budget: usize) -> Result<usize, PortError> {
         self.rx
             .try_recv(&mut self.rx_queue, budget, ())
-            .unwrap_or(0)
+            .map_err(|_| PortError::Busy)
     }
 
     /// The next received frame.
@@ -255,28 +251,31 @@ impl Port for XskPort {
     }
 
     /// Hands queued frames to the kernel.
-    fn flush(&mut self, budget: usize) {
-        let sent = self.tx.try_send(&mut self.tx_queue, budget).unwrap_or(0);
+    fn flush(&mut self, budget: usize) -> Result<(), PortError> {
+        let sent = self
+            .tx
+            .try_send(&mut self.tx_queue, budget)
+            .map_err(|_| PortError::Busy)?;
         // In copy mode the kernel transmits at most 32 descriptors per wakeup (TX_BATCH_SIZE)
         // and `try_send` wakes it once; a poll drives transmission too, so add one per 32 more.
         for _ in 0..sent / COPY_MODE_TX_BATCH {
             self.rx.wake();
         }
+        Ok(())
     }
 
     /// Tops the fill ring up so the kernel has frames to receive into (frames that do not
     /// fit stay on the free list for the next call).
-    fn refill(&mut self, budget: usize) {
-        if self
+    fn refill(&mut self, budget: usize) -> Result<(), PortError> {
+        let filled = self
             .fill
             .fill(&mut self.free, budget.min(self.fill_target))
-            .is_err()
-        {
-            self.fill_errors += 1;
-        }
-        if self.fill.needs_wakeup() {
+            .map_err(|_| PortError::Busy)?;
+        // Only new fill descriptors need the kernel's attention: an idle round makes no call.
+        if filled > 0 && self.fill.needs_wakeup() {
             self.rx.wake();
         }
+        Ok(())
     }
 }
 

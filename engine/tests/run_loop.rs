@@ -10,7 +10,7 @@ use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::DropReason;
-use engine::worker::{MemPort, MonitorRings, Runner, Worker, WorkerSetup};
+use engine::worker::{MemPort, MonitorRings, Port, PortError, Runner, Worker, WorkerSetup};
 use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
 
 mod common;
@@ -219,7 +219,7 @@ fn the_daemons_run_loop_stops_on_its_flag_and_hands_back_what_it_sent() {
     let stop = AtomicBool::new(false);
     let rounds = AtomicU64::new(0);
     // The clock is read once a round: the third read stops the loop.
-    let (worker, mut ports) = r.run(&stop, &published, || {
+    let (worker, mut ports, fault) = r.run(&stop, &published, || {
         let n = rounds.fetch_add(1, Ordering::Relaxed);
         if n >= 2 {
             stop.store(true, Ordering::Relaxed);
@@ -227,6 +227,7 @@ fn the_daemons_run_loop_stops_on_its_flag_and_hands_back_what_it_sent() {
         1_000 + n
     });
     assert_eq!(rounds.load(Ordering::Relaxed), 3);
+    assert_eq!(fault, None);
     let sent = ports[0].take_sent();
     assert!(
         sent.iter()
@@ -239,4 +240,98 @@ fn the_daemons_run_loop_stops_on_its_flag_and_hands_back_what_it_sent() {
         "and the worker's own ARP requests"
     );
     assert_eq!(worker.stats.rx, 1);
+}
+
+/// A port whose device misbehaves on cue: busy on some calls, broken from some round on.
+struct FaultyPort {
+    inner: MemPort,
+    flush_busy: u32,
+    broken_after: Option<u32>,
+    rounds: u32,
+}
+
+impl Port for FaultyPort {
+    type Frame = Vec<u8>;
+    fn reclaim(&mut self, budget: usize) -> Result<(), PortError> {
+        self.inner.reclaim(budget)
+    }
+    fn receive(&mut self, budget: usize) -> Result<usize, PortError> {
+        self.rounds += 1;
+        if self.broken_after.is_some_and(|r| self.rounds > r) {
+            return Err(PortError::Broken(
+                "sendto: Network is down (os error 100)".into(),
+            ));
+        }
+        self.inner.receive(budget)
+    }
+    fn next_rx(&mut self) -> Option<Vec<u8>> {
+        self.inner.next_rx()
+    }
+    fn queue_tx(&mut self, frame: Vec<u8>) -> bool {
+        self.inner.queue_tx(frame)
+    }
+    fn recycle(&mut self, frame: Vec<u8>) {
+        self.inner.recycle(frame)
+    }
+    fn send_copy(&mut self, bytes: &[u8]) -> bool {
+        self.inner.send_copy(bytes)
+    }
+    fn flush(&mut self, budget: usize) -> Result<(), PortError> {
+        if self.flush_busy > 0 {
+            self.flush_busy -= 1;
+            return Err(PortError::Busy);
+        }
+        self.inner.flush(budget)
+    }
+    fn refill(&mut self, budget: usize) -> Result<(), PortError> {
+        self.inner.refill(budget)
+    }
+}
+
+fn faulty_runner(flush_busy: u32, broken_after: Option<u32>) -> Runner<FaultyPort> {
+    let (r, _) = runner(1, MonitorRings::default());
+    let (worker, mut ports) = r.into_parts();
+    let port = FaultyPort {
+        inner: ports.remove(0),
+        flush_busy,
+        broken_after,
+        rounds: 0,
+    };
+    Runner::new(worker, vec![port], MonitorRings::default())
+}
+
+#[test]
+fn a_busy_device_is_counted_and_retried_and_a_broken_one_stops_the_loop_cleanly() {
+    use std::sync::atomic::AtomicBool;
+    // Busy: the frames wait for the next round and leave then.
+    let mut r = faulty_runner(3, None);
+    r.port_mut(0)
+        .unwrap()
+        .inner
+        .inject(arp(true, CLIENT_MAC, CLIENT, [0; 6], VIP));
+    r.poll(1_000);
+    assert!(
+        r.port_mut(0).unwrap().inner.take_sent().is_empty(),
+        "flush refused"
+    );
+    r.poll(1_001);
+    r.poll(1_002);
+    let sent = r.port_mut(0).unwrap().inner.take_sent();
+    assert!(
+        sent.iter().any(|f| f[20..22] == [0, 2]),
+        "the ARP reply left once the device took it"
+    );
+    assert_eq!(r.worker().stats.port_busy, 3);
+    assert_eq!(r.fault(), None);
+    // Broken: the loop stops by itself and says why; no panic, the frames are still owned.
+    let r = faulty_runner(0, Some(2));
+    let published = ArcSwap::new(Arc::clone(r.worker().tables()));
+    let stop = AtomicBool::new(false);
+    let (_, ports, fault) = r.run(&stop, &published, || 1_000);
+    let fault = fault.expect("a fault stops the loop");
+    assert!(
+        fault.contains("port 0") && fault.contains("Network is down"),
+        "{fault}"
+    );
+    assert_eq!(ports.len(), 1);
 }

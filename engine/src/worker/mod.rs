@@ -39,7 +39,7 @@ use crate::verdict::{DropCounters, SharedDrops, Verdict};
 use crate::wire::Mac;
 
 pub use handoff::Lanes;
-pub use port::{FrameBuf, MemPort, Port};
+pub use port::{FrameBuf, MemPort, Port, PortError};
 pub use run::{MonitorRings, Runner};
 
 /// Most frames one call of [`Worker::process_burst`] takes.
@@ -72,6 +72,8 @@ pub struct WorkerStats {
     /// Frames passed to the worker owning their flow, and received from other workers.
     pub handoff_out: u64,
     pub handoff_in: u64,
+    /// Port calls the device could not take (retried the next round).
+    pub port_busy: u64,
 }
 
 #[derive(Debug)]

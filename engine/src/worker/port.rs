@@ -22,14 +22,24 @@ impl FrameBuf for Vec<u8> {
     }
 }
 
+/// A port call that did not go through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortError {
+    /// The device cannot take the call now (EAGAIN, ENOBUFS, EBUSY, a ring without room):
+    /// the next round tries again. Counted.
+    Busy,
+    /// The port is broken: the loop stops, and the daemon with it, saying this.
+    Broken(String),
+}
+
 /// One queue of one NIC port, as the run loop drives it: reclaim, receive, transmit, refill.
 pub trait Port {
     type Frame: FrameBuf;
 
     /// Takes back up to `budget` frames the device finished sending.
-    fn reclaim(&mut self, budget: usize);
+    fn reclaim(&mut self, budget: usize) -> Result<(), PortError>;
     /// Receives up to `budget` frames; returns how many arrived.
-    fn receive(&mut self, budget: usize) -> usize;
+    fn receive(&mut self, budget: usize) -> Result<usize, PortError>;
     /// The next received frame.
     fn next_rx(&mut self) -> Option<Self::Frame>;
     /// Queues a frame received on this port for transmission on it; `false` when a frame
@@ -40,9 +50,9 @@ pub trait Port {
     /// Copies `bytes` into a frame of this port and queues it; `false` when none is free.
     fn send_copy(&mut self, bytes: &[u8]) -> bool;
     /// Hands up to `budget` queued frames to the device.
-    fn flush(&mut self, budget: usize);
+    fn flush(&mut self, budget: usize) -> Result<(), PortError>;
     /// Gives the device frames to receive into.
-    fn refill(&mut self, budget: usize);
+    fn refill(&mut self, budget: usize) -> Result<(), PortError>;
 }
 
 /// A port in memory: frames injected by a test (or read from a pcap) are received, frames
@@ -95,12 +105,14 @@ impl MemPort {
 impl Port for MemPort {
     type Frame = Vec<u8>;
 
-    fn reclaim(&mut self, _budget: usize) {}
+    fn reclaim(&mut self, _budget: usize) -> Result<(), PortError> {
+        Ok(())
+    }
 
-    fn receive(&mut self, budget: usize) -> usize {
+    fn receive(&mut self, budget: usize) -> Result<usize, PortError> {
         let n = budget.min(self.rx.len());
         self.arrived.extend(self.rx.drain(..n));
-        n
+        Ok(n)
     }
 
     fn next_rx(&mut self) -> Option<Vec<u8>> {
@@ -117,10 +129,13 @@ impl Port for MemPort {
         self.push_tx(bytes.to_vec())
     }
 
-    fn flush(&mut self, budget: usize) {
+    fn flush(&mut self, budget: usize) -> Result<(), PortError> {
         let n = budget.min(self.tx_queue.len());
         self.sent.extend(self.tx_queue.drain(..n));
+        Ok(())
     }
 
-    fn refill(&mut self, _budget: usize) {}
+    fn refill(&mut self, _budget: usize) -> Result<(), PortError> {
+        Ok(())
+    }
 }

@@ -14,10 +14,12 @@ use crate::tables::Tables;
 use crate::verdict::{DropReason, Verdict};
 
 use super::handoff::{Handed, Lanes};
-use super::{BURST, FrameBuf, Port, Worker};
+use super::{BURST, FrameBuf, Port, PortError, Worker};
 
 /// Frames taken from or given to a ring per call.
 const BATCH: usize = 64;
+/// Calls in a row a port may refuse as busy before it counts as broken.
+const BUSY_LIMIT: u32 = 100_000;
 /// Rounds without a frame before the loop starts sleeping between rounds.
 const IDLE_SPIN_ROUNDS: u32 = 64;
 /// `poll = "wait"`: idle rounds before sleeping; then sleeps that double from the first to
@@ -43,6 +45,10 @@ pub struct Runner<P: Port> {
     monitor: MonitorRings,
     lanes: Lanes,
     poll: Poll,
+    /// Per port: calls refused as busy in a row.
+    busy_in_a_row: Vec<u32>,
+    /// Why the loop must stop: a port that broke.
+    fault: Option<String>,
     burst: Vec<P::Frame>,
     /// Frames other workers handed over, with the lane each came by.
     handed: Vec<(usize, Box<Handed>)>,
@@ -57,12 +63,15 @@ impl FrameBuf for (usize, Box<Handed>) {
 
 impl<P: Port> Runner<P> {
     pub fn new(worker: Worker, ports: Vec<P>, monitor: MonitorRings) -> Self {
+        let busy_in_a_row = vec![0; ports.len()];
         Self {
             worker,
             ports,
             monitor,
             lanes: Lanes::default(),
             poll: Poll::Busy,
+            busy_in_a_row,
+            fault: None,
             burst: Vec::with_capacity(BURST),
             handed: Vec::with_capacity(BURST),
             verdicts: [Verdict::Consumed; BURST],
@@ -112,35 +121,73 @@ impl<P: Port> Runner<P> {
         self.worker.housekeeping(now_ms);
         let mut received = 0;
         for i in 0..self.ports.len() {
-            self.ports[i].reclaim(BATCH * 2);
-            received += self.ports[i].receive(BATCH);
+            let r = self.ports[i].reclaim(BATCH * 2);
+            self.check(i, r);
+            let r = self.ports[i].receive(BATCH);
+            received += self.check(i, r).unwrap_or(0);
             while self.next_burst(i) {
                 self.worker
                     .process_burst(now_ms, i, &mut self.burst, &mut self.verdicts);
                 self.dispatch(i);
             }
-            self.ports[i].flush(BATCH);
-            self.ports[i].refill(BATCH);
+            let r = self.ports[i].flush(BATCH);
+            self.check(i, r);
+            let r = self.ports[i].refill(BATCH);
+            self.check(i, r);
         }
         self.serve_handed(now_ms);
         self.send_monitor_frames();
         self.send_own_frames();
-        for p in &mut self.ports {
-            p.flush(BATCH);
+        for i in 0..self.ports.len() {
+            let r = self.ports[i].flush(BATCH);
+            self.check(i, r);
         }
         received
     }
 
-    /// Rounds until `stop`, reading the clock once per round (`now_ms`). Idle, it backs off
-    /// to short sleeps so a machine sharing its cores stays usable.
+    /// Why the loop stopped or must stop: a port that broke (`None` while all is well).
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+
+    /// Counts a busy port (broken once it stays busy) and keeps the first fault.
+    fn check<T>(&mut self, port: usize, result: Result<T, PortError>) -> Option<T> {
+        match result {
+            Ok(v) => {
+                if let Some(n) = self.busy_in_a_row.get_mut(port) {
+                    *n = 0;
+                }
+                Some(v)
+            }
+            Err(PortError::Busy) => {
+                self.worker.stats.port_busy += 1;
+                let n = self.busy_in_a_row.get_mut(port)?;
+                *n += 1;
+                if *n >= BUSY_LIMIT && self.fault.is_none() {
+                    self.fault = Some(format!("port {port} refused {BUSY_LIMIT} calls in a row"));
+                }
+                None
+            }
+            Err(PortError::Broken(why)) => {
+                if self.fault.is_none() {
+                    self.fault = Some(format!("port {port}: {why}"));
+                }
+                None
+            }
+        }
+    }
+
+    /// Rounds until `stop` or a port breaks (see [`Runner::fault`]), reading the clock once
+    /// per round (`now_ms`). Idle, it backs off to short sleeps so a machine sharing its cores
+    /// stays usable. Returns the worker, its ports and the fault, if one stopped it.
     pub fn run(
         mut self,
         stop: &AtomicBool,
         published: &ArcSwap<Tables>,
         now_ms: impl Fn() -> u64,
-    ) -> (Worker, Vec<P>) {
+    ) -> (Worker, Vec<P>, Option<String>) {
         let mut idle_rounds = 0u32;
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) && self.fault.is_none() {
             self.follow(published);
             if self.poll(now_ms()) > 0 {
                 idle_rounds = 0;
@@ -160,7 +207,9 @@ impl<P: Port> Runner<P> {
                 Poll::Busy | Poll::Wait => {}
             }
         }
-        self.into_parts()
+        let fault = self.fault.take();
+        let (worker, ports) = self.into_parts();
+        (worker, ports, fault)
     }
 
     /// Fills the burst from port `i`'s received frames; `false` when there were none.
