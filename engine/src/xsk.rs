@@ -267,12 +267,12 @@ impl Port for XskPort {
     /// Tops the fill ring up so the kernel has frames to receive into (frames that do not
     /// fit stay on the free list for the next call).
     fn refill(&mut self, budget: usize) -> Result<(), PortError> {
-        let filled = self
-            .fill
+        self.fill
             .fill(&mut self.free, budget.min(self.fill_target))
             .map_err(|_| PortError::Busy)?;
-        // Only new fill descriptors need the kernel's attention: an idle round makes no call.
-        if filled > 0 && self.fill.needs_wakeup() {
+        // The poll behind `wake` also drives copy-mode transmission: keep it every round the
+        // kernel asks for it, not only after new fill descriptors.
+        if self.fill.needs_wakeup() {
             self.rx.wake();
         }
         Ok(())
