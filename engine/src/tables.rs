@@ -32,6 +32,9 @@ pub struct RtService {
     /// The SNIP that sources traffic to the service, and the next hop toward it; `None`
     /// when no SNIP subnet or route reaches it.
     pub path: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// Every SNIP of the next hop's subnet: new flows are spread over them, as NetScaler
+    /// does, so each adds its ports to the tuples toward the service (the first is `path`'s).
+    pub sources: Box<[Ipv4Addr]>,
     pub timeouts: Timeouts,
     pub down_state_flush: bool,
     /// Disabled: from this time (the workers' clock, ms) its flows are flushed when
@@ -287,6 +290,15 @@ impl Tables {
                 },
                 enabled,
                 path: path_to(addr),
+                sources: path_to(addr)
+                    .map(|(_, hop)| {
+                        snips
+                            .iter()
+                            .filter(|s| contains(s.addr, s.mask, hop))
+                            .map(|s| s.addr)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 timeouts: Timeouts {
                     embryonic: 30_000,
                     idle,

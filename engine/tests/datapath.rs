@@ -872,3 +872,31 @@ fn timestamps_toward_services_only_grow_and_echoes_come_back_unchanged() {
         "a later flow carries a later timestamp whatever the client's clock: {sent:?}"
     );
 }
+
+#[test]
+fn new_flows_take_turns_over_the_snips_of_the_subnet() {
+    let config = format!("{CONFIG}add ns ip 198.18.0.3 255.255.255.0 -type SNIP\n");
+    let mut lab = Lab::new(&config, 64);
+    let mut sources = Vec::new();
+    for port in 42_000..42_006 {
+        let mut syn = tcp(CLIENT_MAC, (CLIENT, port), (VIP, 80), Flags::Syn, b"");
+        assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+        let (_, src, dst, _) = tcp_out(&syn);
+        sources.push(src.0);
+        // The answer to either SNIP finds its flow.
+        let mac = backend_mac(dst.0.octets()[3] - 10);
+        let mut answer = tcp(mac, dst, src, Flags::SynAck, b"");
+        assert_eq!(lab.run(&mut answer), Verdict::Tx { port: 0 }, "{src:?}");
+    }
+    let second = Ipv4Addr::new(198, 18, 0, 3);
+    assert_eq!(
+        sources.iter().filter(|s| **s == SNIP).count(),
+        3,
+        "{sources:?}"
+    );
+    assert_eq!(
+        sources.iter().filter(|s| **s == second).count(),
+        3,
+        "{sources:?}"
+    );
+}

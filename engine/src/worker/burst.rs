@@ -2,6 +2,8 @@
 //! there), look all up in the flow table, select services for the misses, rewrite all. Each
 //! stage works over the whole burst in fixed-size arrays on the stack.
 
+use std::net::Ipv4Addr;
+
 use crate::flow::{Flow, FlowKey, InsertError, Side, TcpProgress};
 use crate::lb::{self, ServiceView};
 use crate::tables::LocalKind;
@@ -259,16 +261,29 @@ impl Worker {
             return Err(DropReason::NoNeighbour);
         }
         let service_addr = (svc.addr, svc.port.unwrap_or(ip.dst_port));
-        let nat_port = match &self.steering {
-            // A port whose replies the NIC brings to this worker: about one in `workers`.
-            Some(s) if s.rss.is_some() => {
-                let budget = 64 * s.workers;
-                self.snat
-                    .allocate_where(snip, budget, |p| s.reply_comes_here(service_addr, snip, p))
-            }
-            _ => self.snat.allocate(snip),
-        }
-        .ok_or(DropReason::NatPortsExhausted)?;
+        // The SNIPs of the subnet take turns; one out of ports lets the next serve.
+        let sources: &[Ipv4Addr] = if svc.sources.is_empty() {
+            std::slice::from_ref(&snip)
+        } else {
+            &svc.sources
+        };
+        self.next_source = self.next_source.wrapping_add(1);
+        let (snip, nat_port) = (0..sources.len())
+            .map(|k| sources[(self.next_source + k) % sources.len()])
+            .find_map(|source| {
+                let port = match &self.steering {
+                    // A port whose replies the NIC brings to this worker: one in `workers`.
+                    Some(s) if s.rss.is_some() => {
+                        let budget = 64 * s.workers;
+                        self.snat.allocate_where(source, budget, |p| {
+                            s.reply_comes_here(service_addr, source, p)
+                        })
+                    }
+                    _ => self.snat.allocate(source),
+                };
+                port.map(|p| (source, p))
+            })
+            .ok_or(DropReason::NatPortsExhausted)?;
         let flow = Flow {
             proto: ip.proto,
             client: (ip.src, ip.src_port),

@@ -102,6 +102,8 @@ pub struct Worker {
     /// Set when frames of flows other workers own are handed to them.
     steering: Option<steer::Steering>,
     workers: usize,
+    /// Which of a service's SNIPs the next new flow tries first (they take turns).
+    next_source: usize,
 }
 
 /// What a worker needs at creation.
@@ -141,6 +143,7 @@ impl Worker {
             monitor: false,
             steering: None,
             workers: setup.workers,
+            next_source: 0,
         };
         w.set_tables(setup.tables);
         w
