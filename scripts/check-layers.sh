@@ -13,7 +13,7 @@ if [ -n "$indexed" ]; then
   fail=1
 fi
 named=$(grep -rln 'ctl::' engine/src/worker engine/src/wire engine/src/lb \
-  engine/src/flow.rs engine/src/nat.rs engine/src/neigh.rs engine/src/verdict.rs \
+  engine/src/flow.rs engine/src/nat.rs engine/src/neigh.rs engine/src/rss.rs engine/src/verdict.rs \
   engine/src/counters.rs engine/src/persist.rs || true)
 if [ -n "$named" ]; then
   echo "check-layers: the data path names ctl in: $named" >&2

@@ -5,7 +5,8 @@
 //!   header), validated parsing, in-place rewrites with incremental checksums, partial
 //!   checksums completed, the frames the engine builds (RSTs, probes, ARP requests).
 //! * [`flow`] — the flow table (two keys per flow, TCP progress, idle timeouts, sweeps).
-//! * [`nat`] — SNAT ports per worker; [`neigh`] — ARP neighbours.
+//! * [`nat`] — SNAT ports per worker; [`neigh`] — ARP neighbours, one table for all workers;
+//!   [`rss`] — the Toeplitz hash and indirection table of RSS-aware steering.
 //! * [`worker`] — bursts in stages (parse, look up, select, rewrite), downStateFlush, ARP,
 //!   the monitor core's frames; the [`worker::Port`] trait and the run loop `fulcrumd` runs
 //!   over AF_XDP and tests run over the in-memory port; every drop counted ([`verdict`]).
@@ -25,8 +26,8 @@
 //!   (the one clock, passed down), [`error`] (the one error type).
 //!
 //! ## Layering (what may depend on what)
-//! * The data path — `wire`, `flow`, `nat`, `neigh`, `verdict`, `lb`, `counters`, `persist`,
-//!   `worker` — knows no command language: it names nothing of `ctl` and takes the engine's
+//! * The data path — `wire`, `flow`, `nat`, `neigh`, `rss`, `verdict`, `lb`, `counters`,
+//!   `persist`, `worker` — knows no command language: it names nothing of `ctl` and takes the engine's
 //!   own runtime types. Only `tables` (the compile step), `control`, `monitoring`, `replay`,
 //!   `metrics` and `daemon` read `ctl`'s configuration.
 //! * No module outside `wire` indexes header bytes; everything reads and writes frames
