@@ -219,6 +219,10 @@ down() {
     ip netns del "$n"
   done
   rm -rf "$dir"
+  # The last lab out removes the guard route `up` added (others may still rely on it).
+  if ! ip netns list | awk '{print $1}' | grep -q '^fl-'; then
+    ip route del unreachable 198.18.0.0/15 2>/dev/null || true
+  fi
 }
 
 case "$cmd" in
