@@ -67,36 +67,32 @@ impl Worker {
         let n = frames.len().min(verdicts.len()).min(BURST);
         let mut stage = [Stage::Done(Verdict::Consumed); BURST];
         let mut sums = [TransportChecksum::Valid; BURST];
-        // 1. Parse.
+        // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
+        // the checksum, once).
         for i in 0..n {
             let frame = frames[i].bytes();
             stage[i] = match wire::parse(frame) {
                 Err(reason) => Stage::Done(Verdict::Drop(reason)),
                 Ok(Packet::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
                 Ok(Packet::Ipv4(ip)) => match self.classify(in_port, frame, &ip) {
-                    Stage::Lookup(ip, snip) => {
-                        sums[i] = self.check_transport(in_port, frame, &ip);
-                        match sums[i] {
-                            TransportChecksum::Bad => {
-                                Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                    Stage::Lookup(ip, snip) => match self.owner(&ip, snip) {
+                        Some(worker) => Stage::Done(Verdict::Handoff { worker }),
+                        None => {
+                            sums[i] = self.check_transport(in_port, frame, &ip);
+                            match sums[i] {
+                                TransportChecksum::Bad => {
+                                    Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                                }
+                                _ => Stage::Lookup(ip, snip),
                             }
-                            _ => Stage::Lookup(ip, snip),
                         }
-                    }
+                    },
                     other => other,
                 },
             };
         }
-        // 2. Look up (here, or at the worker that owns the flow).
+        // 2. Look up.
         for i in 0..n {
-            if let Stage::Lookup(ip, snip_bound) = stage[i]
-                && let Some(s) = &self.steering
-            {
-                let owner = s.owner(&ip, snip_bound);
-                if owner != self.id {
-                    stage[i] = Stage::Done(Verdict::Handoff { worker: owner });
-                }
-            }
             if let Stage::Lookup(ip, snip_bound) = stage[i] {
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
                 stage[i] = match self.flows.lookup(&flow_key(&ip)) {
@@ -166,6 +162,13 @@ impl Worker {
             verdicts[i] = verdict;
         }
         n
+    }
+
+    /// The worker that owns the frame's flow, when it is another one.
+    #[inline]
+    fn owner(&self, ip: &Ipv4, snip_bound: bool) -> Option<usize> {
+        let owner = self.steering.as_ref()?.owner(ip, snip_bound);
+        (owner != self.id).then_some(owner)
     }
 
     /// The transport checksum as received on `port` (not verified where the port's frames

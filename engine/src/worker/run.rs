@@ -37,6 +37,16 @@ pub struct MonitorRings {
     pub from: Option<Receiver<Vec<u8>>>,
 }
 
+impl MonitorRings {
+    /// Copies a frame into the ring to the monitor core (its traffic is light: a copy is
+    /// fine); `false` when the ring is full or no monitor core runs.
+    fn hand_over(&self, frame: &[u8]) -> bool {
+        self.to
+            .as_ref()
+            .is_some_and(|to| to.try_send(frame.to_vec()).is_ok())
+    }
+}
+
 /// A worker and its ports (one queue of each), driven round by round.
 #[derive(Debug)]
 pub struct Runner<P: Port> {
@@ -252,13 +262,7 @@ impl<P: Port> Runner<P> {
                     self.ports[i].recycle(frame);
                 }
                 Verdict::ToMonitor => {
-                    // Monitor traffic is light: a copy into the ring is fine here.
-                    let handed = self
-                        .monitor
-                        .to
-                        .as_ref()
-                        .is_some_and(|to| to.try_send(frame.bytes().to_vec()).is_ok());
-                    to_monitor_lost += u64::from(!handed);
+                    to_monitor_lost += u64::from(!self.monitor.hand_over(frame.bytes()));
                     self.ports[i].recycle(frame);
                 }
                 Verdict::Consumed | Verdict::Drop(_) => self.ports[i].recycle(frame),
@@ -298,12 +302,7 @@ impl<P: Port> Runner<P> {
                         }
                     }
                     Verdict::ToMonitor => {
-                        let handed = self
-                            .monitor
-                            .to
-                            .as_ref()
-                            .is_some_and(|to| to.try_send(frame.to_vec()).is_ok());
-                        if !handed {
+                        if !self.monitor.hand_over(frame) {
                             self.worker.drops.count(DropReason::MonitorRingFull);
                         }
                     }
