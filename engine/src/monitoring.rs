@@ -217,8 +217,8 @@ pub fn spawn(
                 }
                 core.poll(now());
                 // Wake for the next frame (a reply is timed on arrival), a running probe's
-                // timers, or the next probe due (at most 10 ms: configuration changes).
-                let pause = core.idle_for(now(), Duration::from_millis(10));
+                // timers, or the next probe due (at most 50 ms: configuration changes).
+                let pause = core.idle_for(now(), Duration::from_millis(50));
                 core.wait(pause);
             }
         })
