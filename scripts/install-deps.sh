@@ -5,14 +5,15 @@
 set -euo pipefail
 
 # Debian packages.
-#  build: a C compiler (mimalloc, libbpf), libelf and zlib (libbpf, under the afxdp crate)
+#  build: a C compiler (mimalloc, libbpf), libelf and zlib (libbpf), clang (the engine's XDP
+#         program, engine/bpf/steer.c, compiled for the BPF target)
 #  lab:   iproute2 and ethtool (namespaces, veth, offloads), nginx with the echo module,
 #         openssl (the backends' HTTPS certificates),
-#         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk and dig (clients), tcpdump (captures),
+#         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh)
-PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev
+PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils tcpdump nftables haproxy)
+          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

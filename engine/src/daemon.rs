@@ -15,11 +15,13 @@ use crate::counters::Counters;
 use crate::error::EngineError;
 use crate::health::ServiceHealth;
 use crate::neigh::Neighbours;
-use crate::profile::{HwProfile, Steering};
+use crate::nic;
+use crate::portset::{Programs, open_worker_ports};
+use crate::profile::{HwProfile, Poll, Steering};
 use crate::rss::Rss;
 use crate::verdict::{DropCounters, SharedDrops};
-use crate::worker::{Lanes, MonitorRings, Runner, Worker, WorkerSetup, WorkerStats};
-use crate::xsk::{self, XskConfig, XskPort};
+use crate::worker::{Lanes, MonitorRings, Runner, Waker, Worker, WorkerSetup, WorkerStats};
+use crate::xsk::XskConfig;
 
 const LOCK_DIR: &str = "/run/fulcrum";
 /// Frames a lane between two workers holds (1.5 KB each).
@@ -141,7 +143,7 @@ pub fn run(
     let macs = profile
         .ports
         .iter()
-        .map(|p| xsk::mac_of(&p.ifname))
+        .map(|p| nic::mac_of(&p.ifname))
         .collect::<Result<Vec<_>, _>>()?;
 
     // Queues are spread over the workers; each worker gets one queue of every port.
@@ -160,20 +162,22 @@ pub fn run(
             ports.push(XskConfig {
                 ifname: p.ifname.clone(),
                 queue,
-                mode: p.xdp_mode,
                 zero_copy: p.zero_copy,
-                frames: profile.umem.frames as usize,
-                frame_size: profile.umem.frame_size as usize,
                 ring_size: p.ring_size,
             });
         }
         plans.push((w, writer, ports));
     }
 
+    // The engine's XDP program on every device: frames to its VIPs and SNIPs (and ARP about
+    // them) come to the workers' sockets, all else goes on to the kernel. Detached when
+    // `programs` drops, on every way out of this function.
+    let programs = Programs::attach(profile)?;
+    control.add_owner(programs.owners())?;
+
     // One clock for the workers, the monitor core and the control plane's drains.
     let clock = control.clock.clone();
     let mut handles = Vec::new();
-    let mut opened = Vec::new();
     // Rings between the workers and the monitor core (SPEC §1): frames for it, frames from it.
     let (to_monitor, monitor_rx) = crossbeam_channel::bounded::<Vec<u8>>(4096);
     let (monitor_tx, from_monitor) = crossbeam_channel::bounded::<Vec<u8>>(4096);
@@ -183,13 +187,26 @@ pub fn run(
     let neighbours = Arc::new(Neighbours::new(crate::worker::NEIGHBOURS));
     let poll = profile.io.poll;
     let rss = choose_steering(profile)?;
+    // `poll = "wait"`: each worker sleeps in poll(2), woken by its sockets and by its waker
+    // (frames handed over by other workers, the monitor core's frames).
+    let wakers: Vec<Arc<Waker>> = match poll {
+        Poll::Wait => (0..workers)
+            .map(|_| Waker::new().map(Arc::new))
+            .collect::<Result<_, _>>()
+            .map_err(|source| EngineError::Thread {
+                what: "a worker's waker (eventfd)".into(),
+                source,
+            })?,
+        Poll::Busy => Vec::new(),
+    };
     let mut lanes = Lanes::mesh(workers, HANDOFF_LANE_FRAMES).into_iter();
     for (w, writer, port_configs) in plans {
-        let ports = port_configs
-            .iter()
-            .map(XskPort::open)
-            .collect::<Result<Vec<_>, _>>()?;
-        opened.extend(port_configs.iter().map(|c| c.ifname.clone()));
+        let ports = open_worker_ports(
+            &port_configs,
+            profile.umem.frames as usize,
+            profile.umem.frame_size,
+            &programs,
+        )?;
         let mut worker = Worker::new(WorkerSetup {
             id: w,
             workers,
@@ -206,9 +223,11 @@ pub fn run(
             worker.steer_by_rss(Arc::clone(rss));
         }
         worker.attach_monitor();
-        let lanes = lanes.next().unwrap_or_default();
+        let mut lanes = lanes.next().unwrap_or_default();
+        lanes.set_wakers(wakers.clone());
+        let waker = wakers.get(w).cloned();
         for (i, c) in port_configs.iter().enumerate() {
-            if !xsk::may_carry_partial_checksums(&c.ifname) {
+            if !nic::may_carry_partial_checksums(&c.ifname) {
                 worker.trust_checksums(i);
             }
         }
@@ -230,6 +249,9 @@ pub fn run(
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
                 let mut runner = Runner::new(worker, ports, monitor).with_poll(poll);
+                if let Some(waker) = waker {
+                    runner = runner.with_waker(waker);
+                }
                 if workers > 1 {
                     runner = runner.with_lanes(lanes);
                 }
@@ -263,7 +285,11 @@ pub fn run(
     );
 
     let mac = macs.first().copied().unwrap_or_default();
-    let device = monitors::ChannelDevice::new(monitor_rx, monitor_tx);
+    let mut device = monitors::ChannelDevice::new(monitor_rx, monitor_tx);
+    // Worker 0 sends the monitor core's frames: wake it when they come.
+    if let Some(waker) = wakers.first().cloned() {
+        device = device.with_notify(Box::new(move || waker.wake()));
+    }
     let monitor_thread = crate::monitoring::spawn(
         Arc::clone(&control),
         device,
@@ -336,12 +362,8 @@ pub fn run(
             summary.drops.add(reason, n);
         }
     }
-    opened.sort();
-    opened.dedup();
-    for ifname in &opened {
-        if let Err(e) = xsk::detach_xdp(ifname) {
-            eprintln!("fulcrumd: {e}");
-        }
+    for e in programs.detach() {
+        eprintln!("fulcrumd: {e}");
     }
     if !failed.is_empty() {
         // XDP is detached: the kernel carries the traffic again until a supervisor restarts us.
@@ -367,7 +389,7 @@ fn choose_steering(profile: &HwProfile) -> Result<Option<Arc<Rss>>, EngineError>
     let mut found: Option<Rss> = None;
     let mut why = String::new();
     for p in &profile.ports {
-        match xsk::read_rss(&p.ifname)? {
+        match nic::read_rss(&p.ifname)? {
             None => why = format!("{} has no RSS the engine can compute", p.ifname),
             Some(mut rss) => {
                 let worker_of = |q: u32| p.queues.iter().position(|&x| x == q).map(|w| w as u32);

@@ -22,8 +22,13 @@
 //! * [`drain`] — `disable service` with a delay or `-graceFul`; [`rates`] — `stat` rates.
 //! * [`monitoring`] — runs the monitor core (the `monitors` crate) beside the workers,
 //!   converting the configuration into its targets.
-//! * [`daemon`], [`profile`], [`xsk`] (the AF_XDP port), [`metrics`], [`replay`], [`clock`]
-//!   (the one clock, passed down), [`error`] (the one error type).
+//! * [`xdp`] — the AF_XDP layer: rings, the UMEM a worker's ports share, sockets whose
+//!   errors never panic, and the engine's own XDP program (frames to VIPs and SNIPs to the
+//!   engine, the rest to the kernel); [`xsk`] — the AF_XDP [`worker::Port`]; [`portset`] —
+//!   the programs of the profile's devices and each worker's ports; [`nic`] — MAC, partial
+//!   checksums, RSS read through ethtool.
+//! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`clock`] (the one clock, passed
+//!   down), [`error`] (the one error type).
 //!
 //! ## Layering (what may depend on what)
 //! * The data path — `wire`, `flow`, `nat`, `neigh`, `rss`, `verdict`, `lb`, `counters`,
@@ -32,8 +37,10 @@
 //!   `metrics` and `daemon` read `ctl`'s configuration.
 //! * No module outside `wire` indexes header bytes; everything reads and writes frames
 //!   through its views and helpers.
-//! * `wire` depends on `verdict` only; `worker` on everything of the data path; `xsk` (the
-//!   only module with `unsafe`) implements `worker::Port`, and only `daemon` uses it.
+//! * `wire` depends on `verdict` only; `worker` on everything of the data path; `xsk`
+//!   implements `worker::Port` over `xdp`, and only `daemon` and `portset` use them.
+//!   `unsafe` lives in `xdp` (rings, UMEM, libbpf), `xsk`'s neighbours `nic` (ethtool) and
+//!   `worker::waker` (eventfd, poll), each block behind a safe API.
 //! * Nothing below `daemon` reads a clock: time comes in as numbers from [`clock::Clock`].
 //! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
 //!   on both.
@@ -52,7 +59,9 @@ pub mod metrics;
 pub mod monitoring;
 pub mod nat;
 pub mod neigh;
+pub mod nic;
 pub mod persist;
+pub mod portset;
 pub mod profile;
 pub mod rates;
 pub mod replay;
@@ -61,4 +70,5 @@ pub mod tables;
 pub mod verdict;
 pub mod wire;
 pub mod worker;
+pub mod xdp;
 pub mod xsk;

@@ -9,7 +9,9 @@ use serde::Deserialize;
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum XdpMode {
-    /// Generic XDP (copy), works on any driver, veth included.
+    /// Generic XDP (copy), for drivers without XDP: runs after the kernel built the skb, so
+    /// it sees GRO/TSO aggregates larger than a UMEM frame, which the kernel drops (use
+    /// `native` where the driver has XDP; veth has).
     Skb,
     /// Driver XDP.
     Native,

@@ -1456,3 +1456,96 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert!(!stat.contains("NAT ports exhausted"), "{stat}");
 }
+
+/// A process a test started, ended by its PID when the test ends (also when it fails).
+struct Started(std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_management_address_on_the_engines_port_keeps_working() {
+    // The kernel's own address on fl-lb0, beside the engine's SNIP and VIP: the engine's XDP
+    // program passes it what the engine does not own (ARP about it, ICMP, TCP to it).
+    let mut lab = Lab::up("mgmt", 1);
+    lab.start(&format!("add ns ip 198.18.0.2 255.255.255.0\nadd service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP {VIP} 80\nbind lb vserver web s1\n"), 80);
+    let lb = lab.ns("lb");
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ip(&["-n", &lb, "addr", "add", "198.18.0.3/24", "dev", "fl-lb0"]);
+    let _management = Started(
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lb,
+                "socat",
+                "TCP-LISTEN:2222,bind=198.18.0.3,reuseaddr,fork",
+                "SYSTEM:echo management-plane",
+            ])
+            .spawn()
+            .unwrap(),
+    );
+    let ping = lab.client(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.0.3"]);
+    assert!(
+        ping.status.success(),
+        "ping: {}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    let mut answer = String::new();
+    for _ in 0..20 {
+        let out = lab.client(&[
+            "socat",
+            "-T",
+            "2",
+            "-",
+            "TCP:198.18.0.3:2222,connect-timeout=2",
+        ]);
+        answer = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if answer == "management-plane" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(answer, "management-plane");
+    // The engine's addresses are still the engine's.
+    assert_eq!(lab.curl_new_connections(80, "/", 3), ["backend-1"; 3]);
+    // A VIP added at run time is steered to the engine as soon as the command returns.
+    let out = lab.ctl(&["add", "lb", "vserver", "web2", "HTTP", "198.18.0.101", "80"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = lab.ctl(&["bind", "lb", "vserver", "web2", "s1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let curl = lab.client(&[
+        "curl",
+        "-s",
+        "-D",
+        "-",
+        "--max-time",
+        "3",
+        "http://198.18.0.101/",
+    ]);
+    assert_eq!(backend_name(&curl.stdout), "backend-1");
+    let summary = lab.stop();
+    assert!(!summary.contains("no flow"), "{summary}");
+}

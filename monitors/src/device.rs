@@ -8,11 +8,14 @@ use crossbeam_channel::{Receiver, Sender};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::time::Instant;
 
+/// Called after a frame was put on the ring toward the workers (wakes a sleeping worker).
+pub type Notify = Box<dyn Fn() + Send>;
+
 /// Frames between the workers and the monitor core.
-#[derive(Debug)]
 pub struct ChannelDevice {
     rx: Receiver<Vec<u8>>,
     tx: Sender<Vec<u8>>,
+    notify: Option<Notify>,
     /// A frame taken while waiting, handed to the stack first.
     pending: Option<Vec<u8>>,
     /// Frames lost to a full ring since the last [`ChannelDevice::take_lost`].
@@ -24,9 +27,16 @@ impl ChannelDevice {
         Self {
             rx,
             tx,
+            notify: None,
             pending: None,
             lost: Cell::new(0),
         }
+    }
+
+    /// Calls `notify` after each frame sent toward the workers.
+    pub fn with_notify(mut self, notify: Notify) -> Self {
+        self.notify = Some(notify);
+        self
     }
 
     /// Blocks until a frame arrives or `max` passes.
@@ -45,6 +55,7 @@ impl ChannelDevice {
         FrameTx {
             tx: &self.tx,
             lost: &self.lost,
+            notify: self.notify.as_ref(),
         }
     }
 }
@@ -52,10 +63,22 @@ impl ChannelDevice {
 #[derive(Debug)]
 pub struct FrameRx(Vec<u8>);
 
-#[derive(Debug)]
 pub struct FrameTx<'a> {
     tx: &'a Sender<Vec<u8>>,
     lost: &'a Cell<u64>,
+    notify: Option<&'a Notify>,
+}
+
+impl std::fmt::Debug for ChannelDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ChannelDevice({} waiting)", self.rx.len())
+    }
+}
+
+impl std::fmt::Debug for FrameTx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FrameTx({} lost)", self.lost.get())
+    }
 }
 
 impl RxToken for FrameRx {
@@ -70,6 +93,8 @@ impl TxToken for FrameTx<'_> {
         let r = f(&mut frame);
         if self.tx.try_send(frame).is_err() {
             self.lost.set(self.lost.get() + 1);
+        } else if let Some(notify) = self.notify {
+            notify();
         }
         r
     }

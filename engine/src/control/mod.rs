@@ -11,10 +11,12 @@
 //! * `socket` — the Unix socket server and who may use it.
 
 mod drains;
+mod owned;
 mod publish;
 mod runtime;
 mod socket;
 
+pub use owned::OwnedAddresses;
 pub use socket::{Admins, serve};
 
 use std::collections::HashMap;
@@ -51,6 +53,8 @@ struct State {
     drains: HashMap<String, Drain>,
     /// SOURCEIP session tables by vserver name, kept across generations.
     persist: HashMap<String, Arc<PersistTable>>,
+    /// Told the owned addresses of every generation before it is published.
+    owners: Vec<Arc<dyn OwnedAddresses>>,
 }
 
 /// The control plane of one daemon.
@@ -116,6 +120,7 @@ impl Control {
                 generation: 1,
                 drains: HashMap::new(),
                 persist,
+                owners: Vec::new(),
             }),
             config_path: setup.config_path,
             max_services: setup.max_services,
@@ -132,6 +137,16 @@ impl Control {
     /// Milliseconds on the workers' clock.
     pub fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// Adds `owner` to those told the owned addresses, telling it the running ones first.
+    pub fn add_owner(&self, owner: Arc<dyn OwnedAddresses>) -> Result<(), EngineError> {
+        let mut state = self.lock();
+        owner
+            .publish(&self.published.load().local)
+            .map_err(EngineError::Capacity)?;
+        state.owners.push(owner);
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {

@@ -55,12 +55,29 @@ impl Control {
         tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
         check_capacity(&tables, self.max_services)
             .map_err(|e| CliError::new(ErrorKind::NotSupported).with_detail(e))?;
+        self.tell_owners(state, &tables)?;
         state.generation += 1;
         state.ids = ids;
         state.config = next;
         state.drains = drains;
         state.persist = persist;
         self.published.store(Arc::new(tables));
+        Ok(())
+    }
+
+    /// Tells every owner the new generation's addresses; if one refuses, those told already
+    /// get the running addresses back and the generation is refused.
+    fn tell_owners(&self, state: &State, tables: &Tables) -> Result<(), CliError> {
+        for (told, owner) in state.owners.iter().enumerate() {
+            if let Err(e) = owner.publish(&tables.local) {
+                let running = self.published.load();
+                for earlier in &state.owners[..told] {
+                    // Telling them what they held already cannot run out of room.
+                    let _ = earlier.publish(&running.local);
+                }
+                return Err(CliError::new(ErrorKind::NotSupported).with_detail(e));
+            }
+        }
         Ok(())
     }
 

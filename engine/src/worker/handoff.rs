@@ -3,11 +3,13 @@
 //! buffers and a ring that returns the empty buffers. Buffers are allocated once, when the
 //! lanes are made; a full lane (or no free buffer) is a counted drop, never a wait.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::FrameBuf;
+use super::waker::Waker;
 
 /// The largest frame a lane carries (an untagged or single-tagged Ethernet frame of a
 /// 1500-byte MTU, without FCS).
@@ -69,6 +71,10 @@ pub enum HandoffError {
 pub struct Lanes {
     out: Vec<Option<Arc<Lane>>>,
     inbound: Vec<Arc<Lane>>,
+    /// Each worker's waker (`poll = "wait"`), by worker index; empty when none sleeps.
+    wakers: Vec<Arc<Waker>>,
+    /// Workers sent to since the last [`Lanes::wake_receivers`] (bit per worker).
+    sent_to: Cell<u64>,
 }
 
 impl Lanes {
@@ -86,6 +92,8 @@ impl Lanes {
             .map(|w| Lanes {
                 out: lanes[w].clone(),
                 inbound: lanes.iter().filter_map(|row| row[w].clone()).collect(),
+                wakers: Vec::new(),
+                sent_to: Cell::new(0),
             })
             .collect()
     }
@@ -104,6 +112,8 @@ impl Lanes {
         buffer.port = port;
         buffer.len = bytes.len();
         buffer.data[..bytes.len()].copy_from_slice(bytes);
+        self.sent_to
+            .set(self.sent_to.get() | 1u64.checked_shl(to as u32).unwrap_or(0));
         lane.frames.0.try_send(buffer).map_err(|e| {
             // Cannot happen (as many buffers as slots), but the buffer is never lost.
             let _ = lane.free.0.try_send(e.into_inner());
@@ -133,6 +143,29 @@ impl Lanes {
 
     pub fn is_empty(&self) -> bool {
         self.inbound.is_empty()
+    }
+
+    /// Whether a frame waits in a lane toward this worker.
+    pub fn has_inbound(&self) -> bool {
+        self.inbound.iter().any(|l| !l.frames.1.is_empty())
+    }
+
+    /// Lets the workers that sleep when idle be woken by what is sent to them.
+    pub fn set_wakers(&mut self, wakers: Vec<Arc<Waker>>) {
+        self.wakers = wakers;
+    }
+
+    /// Wakes the workers sent to since the last call, if they sleep (once per burst, not
+    /// per frame).
+    pub fn wake_receivers(&self) {
+        let mut sent = self.sent_to.replace(0);
+        while sent != 0 {
+            let w = sent.trailing_zeros() as usize;
+            sent &= sent - 1;
+            if let Some(waker) = self.wakers.get(w) {
+                waker.wake();
+            }
+        }
     }
 }
 

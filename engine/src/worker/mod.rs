@@ -24,6 +24,7 @@ pub mod port;
 pub mod run;
 pub mod steer;
 mod view;
+pub mod waker;
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use crate::wire::Mac;
 pub use handoff::Lanes;
 pub use port::{FrameBuf, MemPort, Port, PortError};
 pub use run::{MonitorRings, Runner};
+pub use waker::Waker;
 
 /// Most frames one call of [`Worker::process_burst`] takes.
 pub const BURST: usize = 64;

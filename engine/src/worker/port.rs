@@ -45,6 +45,12 @@ pub trait Port {
     /// Queues a frame received on this port for transmission on it; `false` when a frame
     /// was dropped for lack of room (counted by the caller).
     fn queue_tx(&mut self, frame: Self::Frame) -> bool;
+    /// Queues a frame received on another port of the same worker for transmission on
+    /// this one, without copying it when both share their frames' memory (a UMEM);
+    /// otherwise hands it back (the caller copies it with [`Port::send_copy`]).
+    fn forward(&mut self, frame: Self::Frame) -> Result<bool, Self::Frame> {
+        Err(frame)
+    }
     /// Gives a frame back without sending it.
     fn recycle(&mut self, frame: Self::Frame);
     /// Copies `bytes` into a frame of this port and queues it; `false` when none is free.
@@ -53,6 +59,17 @@ pub trait Port {
     fn flush(&mut self, budget: usize) -> Result<(), PortError>;
     /// Gives the device frames to receive into.
     fn refill(&mut self, budget: usize) -> Result<(), PortError>;
+    /// Evens out what the ports of one worker hold when they share their frames (once a
+    /// round).
+    fn balance(_ports: &mut [Self])
+    where
+        Self: Sized,
+    {
+    }
+    /// A descriptor that becomes readable when frames arrive (`poll = "wait"` sleeps on it).
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// A port in memory: frames injected by a test (or read from a pcap) are received, frames
@@ -121,6 +138,10 @@ impl Port for MemPort {
 
     fn queue_tx(&mut self, frame: Vec<u8>) -> bool {
         self.push_tx(frame)
+    }
+
+    fn forward(&mut self, frame: Vec<u8>) -> Result<bool, Vec<u8>> {
+        Ok(self.push_tx(frame))
     }
 
     fn recycle(&mut self, _frame: Vec<u8>) {}

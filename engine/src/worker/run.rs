@@ -14,6 +14,7 @@ use crate::tables::Tables;
 use crate::verdict::{DropReason, Verdict};
 
 use super::handoff::{Handed, Lanes};
+use super::waker::{Waker, poll_readable};
 use super::{BURST, FrameBuf, Port, PortError, Worker};
 
 /// Frames taken from or given to a ring per call.
@@ -22,10 +23,11 @@ const BATCH: usize = 64;
 const BUSY_LIMIT: u32 = 100_000;
 /// Rounds without a frame before the loop starts sleeping between rounds.
 const IDLE_SPIN_ROUNDS: u32 = 64;
-/// `poll = "wait"`: idle rounds before sleeping; then sleeps that double from the first to
-/// the longest (the first frame after a pause waits at most that long; the rings hold what
-/// arrives meanwhile).
+/// `poll = "wait"`: idle rounds before sleeping in `poll(2)` on the ports' sockets and the
+/// worker's waker, for at most this long (housekeeping and a new generation wait no longer).
 const WAIT_SPIN_ROUNDS: u32 = 8;
+const WAIT_LONGEST_MS: i32 = 50;
+/// Ports without a descriptor (in memory): sleeps that double from the first to the longest.
 const WAIT_FIRST_SLEEP_US: u64 = 250;
 const WAIT_LONGEST_SLEEP_US: u64 = 8_000;
 
@@ -62,6 +64,10 @@ pub struct Runner<P: Port> {
     burst: Vec<P::Frame>,
     /// Frames other workers handed over, with the lane each came by.
     handed: Vec<(usize, Box<Handed>)>,
+    /// `poll = "wait"`: what wakes this worker, and the descriptors it sleeps on (its
+    /// ports' sockets, then the waker).
+    waker: Option<Arc<Waker>>,
+    sleep_on: Vec<libc::pollfd>,
     verdicts: [Verdict; BURST],
 }
 
@@ -84,6 +90,8 @@ impl<P: Port> Runner<P> {
             fault: None,
             burst: Vec::with_capacity(BURST),
             handed: Vec::with_capacity(BURST),
+            waker: None,
+            sleep_on: Vec::new(),
             verdicts: [Verdict::Consumed; BURST],
         }
     }
@@ -91,6 +99,25 @@ impl<P: Port> Runner<P> {
     /// How the loop waits when no frame comes (`[io] poll`).
     pub fn with_poll(mut self, poll: Poll) -> Self {
         self.poll = poll;
+        self
+    }
+
+    /// Sleeps in `poll(2)` when idle (`poll = "wait"` and ports with descriptors), woken by
+    /// `waker` for frames that come another way (lanes, the monitor core).
+    pub fn with_waker(mut self, waker: Arc<Waker>) -> Self {
+        let fds: Option<Vec<_>> = self.ports.iter().map(Port::wait_fd).collect();
+        if let Some(fds) = fds {
+            self.sleep_on = fds
+                .into_iter()
+                .chain([waker.fd()])
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            self.waker = Some(waker);
+        }
         self
     }
 
@@ -145,6 +172,7 @@ impl<P: Port> Runner<P> {
             let r = self.ports[i].refill(BATCH);
             self.check(i, r);
         }
+        P::balance(&mut self.ports);
         self.serve_handed(now_ms);
         self.send_monitor_frames();
         self.send_own_frames();
@@ -209,17 +237,31 @@ impl<P: Port> Runner<P> {
                     let pause = if idle_rounds > 10_000 { 500 } else { 50 };
                     std::thread::sleep(Duration::from_micros(pause));
                 }
-                Poll::Wait if idle_rounds > WAIT_SPIN_ROUNDS => {
-                    let doublings = (idle_rounds - WAIT_SPIN_ROUNDS).min(16);
-                    let us = (WAIT_FIRST_SLEEP_US << doublings).min(WAIT_LONGEST_SLEEP_US);
-                    std::thread::sleep(Duration::from_micros(us));
-                }
+                Poll::Wait if idle_rounds > WAIT_SPIN_ROUNDS => self.sleep(idle_rounds),
                 Poll::Busy | Poll::Wait => {}
             }
         }
         let fault = self.fault.take();
         let (worker, ports) = self.into_parts();
         (worker, ports, fault)
+    }
+
+    /// Sleeps until a frame arrives: on the sockets and the waker where there are, in short
+    /// growing sleeps where there are not.
+    fn sleep(&mut self, idle_rounds: u32) {
+        let Some(waker) = &self.waker else {
+            let doublings = (idle_rounds - WAIT_SPIN_ROUNDS).min(16);
+            let us = (WAIT_FIRST_SLEEP_US << doublings).min(WAIT_LONGEST_SLEEP_US);
+            std::thread::sleep(Duration::from_micros(us));
+            return;
+        };
+        waker.going_to_sleep();
+        let queued =
+            self.lanes.has_inbound() || self.monitor.from.as_ref().is_some_and(|f| !f.is_empty());
+        if !queued {
+            poll_readable(&mut self.sleep_on, WAIT_LONGEST_MS);
+        }
+        waker.awake();
     }
 
     /// Fills the burst from port `i`'s received frames; `false` when there were none.
@@ -253,13 +295,19 @@ impl<P: Port> Runner<P> {
                     }
                 }
                 Verdict::Tx { port: out } => {
-                    // Each port has its own frames: copy into the other one (two-arm).
-                    let sent = self
-                        .ports
-                        .get_mut(out)
-                        .is_some_and(|p| p.send_copy(frame.bytes()));
-                    lost += u64::from(!sent);
-                    self.ports[i].recycle(frame);
+                    // Two-arm: ports sharing their frames' memory forward without a copy.
+                    let Some(port) = self.ports.get_mut(out) else {
+                        lost += 1;
+                        self.ports[i].recycle(frame);
+                        continue;
+                    };
+                    match port.forward(frame) {
+                        Ok(sent) => lost += u64::from(!sent),
+                        Err(mut frame) => {
+                            lost += u64::from(!port.send_copy(frame.bytes()));
+                            self.ports[i].recycle(frame);
+                        }
+                    }
                 }
                 Verdict::ToMonitor => {
                     to_monitor_lost += u64::from(!self.monitor.hand_over(frame.bytes()));
@@ -272,6 +320,7 @@ impl<P: Port> Runner<P> {
         self.worker
             .drops
             .add(DropReason::MonitorRingFull, to_monitor_lost);
+        self.lanes.wake_receivers();
     }
 
     /// Frames other workers handed over: processed here, sent from this worker's queues, the
