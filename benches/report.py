@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Prints the criterion medians of the last `cargo bench -p fulcrum-benches` as a table
-(ns per operation, and millions of operations per second)."""
+(ns per operation, and millions of operations per second). A benchmark that declares a
+throughput in elements (a burst of 64 frames) is reported per element: ns per frame."""
 import json
 import pathlib
 import sys
@@ -10,6 +11,11 @@ rows = {}
 for est in sorted(root.glob("**/new/estimates.json")):
     bench = est.parent.parent.relative_to(root).as_posix()
     ns = json.loads(est.read_text())["median"]["point_estimate"]
+    meta = est.parent / "benchmark.json"
+    if meta.exists():
+        elements = (json.loads(meta.read_text()).get("throughput") or {}).get("Elements")
+        if elements:
+            ns /= elements
     rows[bench] = ns
 
 groups = {}

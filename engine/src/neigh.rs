@@ -18,7 +18,59 @@ pub struct Neighbour {
     pub port: usize,
 }
 
-type Map = HashMap<Ipv4Addr, Neighbour>;
+type Map = HashMap<Ipv4Addr, Neighbour, AddrHashing>;
+
+/// Hashing for the per-packet neighbour lookup: a keyed multiply-xorshift of the address
+/// (SipHash, std's default, cost a lookup some 15 ns). The key is drawn once per process, so
+/// addresses an attacker picks do not collide by design; the table is bounded anyway.
+#[derive(Clone, Debug)]
+pub struct AddrHashing {
+    key: u64,
+}
+
+impl Default for AddrHashing {
+    fn default() -> Self {
+        static KEY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let key = *KEY.get_or_init(|| {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1
+        });
+        Self { key }
+    }
+}
+
+impl std::hash::BuildHasher for AddrHashing {
+    type Hasher = AddrHasher;
+    fn build_hasher(&self) -> AddrHasher {
+        AddrHasher { state: self.key }
+    }
+}
+
+#[derive(Debug)]
+pub struct AddrHasher {
+    state: u64,
+}
+
+impl std::hash::Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u8(b);
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.state = (self.state ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.state = (self.state ^ u64::from(v)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        let x = self.state;
+        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+    }
+}
 
 /// The neighbours every worker shares.
 #[derive(Debug)]
@@ -30,7 +82,7 @@ pub struct Neighbours {
 impl Neighbours {
     pub fn new(capacity: usize) -> Self {
         Self {
-            map: ArcSwap::from_pointee(Map::new()),
+            map: ArcSwap::from_pointee(Map::default()),
             capacity,
         }
     }
