@@ -46,6 +46,24 @@ pub struct Ipv4 {
     pub len: usize,
 }
 
+impl Default for Ipv4 {
+    /// An all-zero header set: what a burst's slots hold before parsing fills them.
+    fn default() -> Self {
+        Self {
+            src: Ipv4Addr::UNSPECIFIED,
+            dst: Ipv4Addr::UNSPECIFIED,
+            proto: Proto::Tcp,
+            ttl: 0,
+            l4: 0,
+            src_port: 0,
+            dst_port: 0,
+            tcp: TcpFlags::default(),
+            echo_request: false,
+            len: 0,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packet {
     Arp(Arp),

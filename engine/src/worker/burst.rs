@@ -15,12 +15,14 @@ use super::{BURST, FrameBuf, Worker};
 
 /// Where a frame of a burst stands between the stages.
 #[derive(Clone, Copy, Debug)]
+/// The frame's parsed headers stay in one array beside the stages (moving them from stage to
+/// stage cost more than the stages' work).
 enum Stage {
     Done(Verdict),
     /// Needs a flow lookup; `true` when addressed to a SNIP (replies, or the monitor core's).
-    Lookup(Ipv4, bool),
-    New(Ipv4),
-    Forward(Ipv4, u32, Side),
+    Lookup(bool),
+    New,
+    Forward(u32, Side),
 }
 
 fn flow_key(ip: &Ipv4) -> FlowKey {
@@ -67,6 +69,7 @@ impl Worker {
         let n = frames.len().min(verdicts.len()).min(BURST);
         let mut stage = [Stage::Done(Verdict::Consumed); BURST];
         let mut sums = [TransportChecksum::Valid; BURST];
+        let mut ips = [Ipv4::default(); BURST];
         // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
         // the checksum, once).
         for i in 0..n {
@@ -74,31 +77,35 @@ impl Worker {
             stage[i] = match wire::parse(frame) {
                 Err(reason) => Stage::Done(Verdict::Drop(reason)),
                 Ok(Packet::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
-                Ok(Packet::Ipv4(ip)) => match self.classify(in_port, frame, &ip) {
-                    Stage::Lookup(ip, snip) => match self.owner(&ip, snip) {
-                        Some(worker) => Stage::Done(Verdict::Handoff { worker }),
-                        None => {
-                            sums[i] = self.check_transport(in_port, frame, &ip);
-                            match sums[i] {
-                                TransportChecksum::Bad => {
-                                    Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                Ok(Packet::Ipv4(ip)) => {
+                    ips[i] = ip;
+                    match self.classify(in_port, frame, &ips[i]) {
+                        Stage::Lookup(snip) => match self.owner(&ips[i], snip) {
+                            Some(worker) => Stage::Done(Verdict::Handoff { worker }),
+                            None => {
+                                sums[i] = self.check_transport(in_port, frame, &ips[i]);
+                                match sums[i] {
+                                    TransportChecksum::Bad => {
+                                        Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                                    }
+                                    _ => Stage::Lookup(snip),
                                 }
-                                _ => Stage::Lookup(ip, snip),
                             }
-                        }
-                    },
-                    other => other,
-                },
+                        },
+                        other => other,
+                    }
+                }
             };
         }
         // 2. Look up.
         for i in 0..n {
-            if let Stage::Lookup(ip, snip_bound) = stage[i] {
+            if let Stage::Lookup(snip_bound) = stage[i] {
+                let ip = &ips[i];
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
-                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
-                    Some((slot, side)) if self.reopens(now_ms, &ip, slot, side) => {
+                stage[i] = match self.flows.lookup(&flow_key(ip)) {
+                    Some((slot, side)) if self.reopens(now_ms, ip, slot, side) => {
                         self.retire(slot);
-                        Stage::New(ip)
+                        Stage::New
                     }
                     Some((slot, side)) => {
                         // A FIN or RST ends its transaction before this burst's new flows are
@@ -106,13 +113,13 @@ impl Worker {
                         if ip.tcp.fin || ip.tcp.rst {
                             self.track(slot, side, ip.tcp);
                         }
-                        Stage::Forward(ip, slot, side)
+                        Stage::Forward(slot, side)
                     }
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1);
                     // its stack checks checksums, so a partial one is completed first.
                     None if snip_bound && monitor_port && self.monitor => {
                         if sums[i] == TransportChecksum::Partial {
-                            wire::complete_checksum(frames[i].bytes(), &ip);
+                            wire::complete_checksum(frames[i].bytes(), ip);
                         }
                         Stage::Done(Verdict::ToMonitor)
                     }
@@ -120,23 +127,24 @@ impl Worker {
                         Stage::Done(Verdict::Drop(DropReason::NoMonitorCore))
                     }
                     None if snip_bound => {
-                        self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                        self.reset_unknown(in_port, frames[i].bytes(), ip);
                         Stage::Done(Verdict::Drop(DropReason::NoFlow))
                     }
-                    None => Stage::New(ip),
+                    None => Stage::New,
                 };
             }
         }
         // 3. Select for the misses. An earlier frame of this burst may have created the flow.
         for i in 0..n {
-            if let Stage::New(ip) = stage[i] {
-                stage[i] = match self.flows.lookup(&flow_key(&ip)) {
-                    Some((slot, side)) => Stage::Forward(ip, slot, side),
-                    None => match self.new_flow(now_ms, in_port, frames[i].bytes(), &ip) {
-                        Ok(slot) => Stage::Forward(ip, slot, Side::Client),
+            if let Stage::New = stage[i] {
+                let ip = &ips[i];
+                stage[i] = match self.flows.lookup(&flow_key(ip)) {
+                    Some((slot, side)) => Stage::Forward(slot, side),
+                    None => match self.new_flow(now_ms, in_port, frames[i].bytes(), ip) {
+                        Ok(slot) => Stage::Forward(slot, Side::Client),
                         Err(reason) => {
                             if reason == DropReason::NoFlow {
-                                self.reset_unknown(in_port, frames[i].bytes(), &ip);
+                                self.reset_unknown(in_port, frames[i].bytes(), ip);
                             }
                             Stage::Done(Verdict::Drop(reason))
                         }
@@ -147,11 +155,11 @@ impl Worker {
         // 4. Rewrite.
         for i in 0..n {
             let verdict = match stage[i] {
-                Stage::Forward(ip, slot, side) => {
-                    self.forward(now_ms, frames[i].bytes(), &ip, sums[i], slot, side)
+                Stage::Forward(slot, side) => {
+                    self.forward(now_ms, frames[i].bytes(), &ips[i], sums[i], slot, side)
                 }
                 Stage::Done(v) => v,
-                Stage::Lookup(..) | Stage::New(_) => Verdict::Drop(DropReason::Malformed),
+                Stage::Lookup(..) | Stage::New => Verdict::Drop(DropReason::Malformed),
             };
             match verdict {
                 Verdict::Drop(r) => self.drops.count(r),
@@ -204,7 +212,7 @@ impl Worker {
         if ip.ttl <= 1 {
             return Stage::Done(Verdict::Drop(DropReason::TtlExpired));
         }
-        Stage::Lookup(*ip, snip)
+        Stage::Lookup(snip)
     }
 
     fn new_flow(
