@@ -10,10 +10,11 @@ set -euo pipefail
 #  lab:   iproute2 and ethtool (namespaces, veth, offloads), nginx with the echo module,
 #         openssl (the backends' HTTPS certificates),
 #         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
-#         nftables and haproxy (the peers of scripts/lab-bench.sh)
+#         nftables and haproxy (the peers of scripts/lab-bench.sh), netsniff-ng (trafgen, the
+#         frame generator of scripts/floor-bench.sh)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy)
+          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

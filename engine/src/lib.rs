@@ -54,6 +54,7 @@ pub mod error;
 pub mod flow;
 /// What the monitor core publishes (lives in the monitors crate).
 pub use monitors::publish as health;
+pub mod l2fwd;
 pub mod lb;
 pub mod metrics;
 pub mod monitoring;

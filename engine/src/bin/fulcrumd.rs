@@ -4,6 +4,7 @@
 //! fulcrumd --profile hw-profiles/lab-veth.toml --config ns.conf [--socket PATH]
 //! fulcrumd --check-config ns.conf
 //! fulcrumd replay --config ns.conf --pcap in.pcap --out out.pcap
+//! fulcrumd --profile hw-profiles/lab-veth.toml l2fwd --address 198.18.0.100
 //! ```
 //!
 //! Running, it stops on SIGINT/SIGTERM (detaching its XDP programs and printing what it
@@ -57,6 +58,12 @@ enum Mode {
         pcap: PathBuf,
         #[arg(long)]
         out: PathBuf,
+    },
+    /// The I/O floor: bounce frames to ADDRESS back out of the profile's first port (queue
+    /// 0) with their MACs swapped, through the same AF_XDP layer, until SIGINT/SIGTERM.
+    L2fwd {
+        #[arg(long)]
+        address: std::net::Ipv4Addr,
     },
 }
 
@@ -131,6 +138,38 @@ fn replay(config: &Path, pcap: &Path, out: &Path) -> ExitCode {
     }
 }
 
+/// `l2fwd`: the I/O floor on the profile's first port.
+fn l2fwd(profile: Option<&Path>, address: std::net::Ipv4Addr) -> ExitCode {
+    let Some(profile) = profile else {
+        eprintln!("fulcrumd: l2fwd needs --profile FILE");
+        return ExitCode::from(2);
+    };
+    let profile = match HwProfile::load(profile) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("fulcrumd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+            eprintln!("fulcrumd: cannot handle signal {signal}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    match engine::l2fwd::run(&profile, address, &stop) {
+        Ok(forwarded) => {
+            println!("{forwarded}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fulcrumd: l2fwd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(path) = &cli.check_config {
@@ -138,6 +177,9 @@ fn main() -> ExitCode {
     }
     if let Some(Mode::Replay { config, pcap, out }) = &cli.command {
         return replay(config, pcap, out);
+    }
+    if let Some(Mode::L2fwd { address }) = &cli.command {
+        return l2fwd(cli.profile.as_deref(), *address);
     }
     let (Some(profile), Some(config)) = (&cli.profile, &cli.config) else {
         eprintln!(

@@ -36,8 +36,8 @@ pub use ipv4::Ipv4Packet;
 pub use parse::{Arp, Ipv4, Packet, TcpFlags, parse};
 pub use rewrite::{
     TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target, complete_checksum,
-    echo_reply_in_place, readdress, rewrite, set_macs, shift_timestamp, src_mac, tcp_numbers,
-    tcp_tsval, transport_checksum,
+    echo_reply_in_place, readdress, rewrite, set_macs, shift_timestamp, src_mac, swap_macs,
+    tcp_numbers, tcp_tsval, transport_checksum,
 };
 pub use tcp::TcpPacket;
 pub use udp::UdpPacket;

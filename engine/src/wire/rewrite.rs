@@ -33,6 +33,15 @@ pub fn set_macs(frame: &mut [u8], src: Mac, dst: Mac) {
     }
 }
 
+/// Sends a frame back where it came from: its source and destination MACs swapped.
+pub fn swap_macs(frame: &mut [u8]) {
+    if let Ok(mut eth) = EthernetFrame::new_checked(frame) {
+        let (src, dst) = (eth.src_addr(), eth.dst_addr());
+        eth.set_src_addr(dst);
+        eth.set_dst_addr(src);
+    }
+}
+
 /// The sender's MAC address (zero for a frame too short to have one).
 pub fn src_mac(frame: &[u8]) -> Mac {
     EthernetFrame::new_checked(frame).map_or([0; 6], |eth| eth.src_addr())
