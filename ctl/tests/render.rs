@@ -55,6 +55,8 @@ impl Runtime for Fixed {
                 handoff_in: 7 * w as u64,
                 handoff_out: 5,
                 drops: 1,
+                snat_skipped: 3,
+                snat_time_wait: w as u64,
             })
             .collect()
     }
@@ -200,8 +202,16 @@ fn persistent_sessions_are_listed_per_vserver() {
 fn stat_ns_lists_each_worker_in_text_and_json() {
     let (config, _) = replay_text(CONF);
     let text = stat(&config, Object::Ns, None, false, &Fixed).unwrap();
-    let rows: Vec<&str> = text.lines().skip(2).collect();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(2)
+        .filter(|l| l.starts_with('\t'))
+        .collect();
     assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        text.contains("6 passed over") && text.contains("1 reused although it may"),
+        "{text}"
+    );
     let cells: Vec<&str> = rows[1].split_whitespace().collect();
     assert_eq!(cells, ["1", "2", "200", "90", "7", "5", "1"], "{text}");
     let json: serde_json::Value =
@@ -218,6 +228,10 @@ fn stat_ns_lists_each_worker_in_text_and_json() {
     );
     assert_eq!(w["tx"], 90);
     assert_eq!(w["drops"], 1);
+    assert_eq!(
+        (w["snat_skipped"].as_u64(), w["snat_time_wait"].as_u64()),
+        (Some(3), Some(1))
+    );
     let cmds = ctl::grammar::parse_line("stat ns -format json").unwrap();
     assert!(matches!(
         cmds[0],

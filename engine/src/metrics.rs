@@ -157,6 +157,25 @@ pub fn render(control: &Control) -> String {
         "Frames per worker: received, sent, handed to and from other workers, dropped",
         frames,
     );
+    let snat = Family::<WorkerLabels, Counter>::default();
+    for (w, f) in control.drops.workers().iter().enumerate() {
+        for (kind, n) in [
+            ("skipped", f.snat_skipped),
+            ("time_wait_reused", f.snat_time_wait),
+        ] {
+            snat.get_or_create(&WorkerLabels {
+                worker: w.to_string(),
+                core: f.core.to_string(),
+                kind: kind.into(),
+            })
+            .inc_by(n);
+        }
+    }
+    registry.register(
+        "worker_snat_ports",
+        "SNAT ports for SYNs without timestamps: passed over (the service may hold the tuple in TIME_WAIT), reused although it may",
+        snat,
+    );
     let probes = Family::<ResultLabels, Counter>::default();
     let (passed, failed) = control.health.probes();
     for (result, n) in [("passed", passed), ("failed", failed)] {

@@ -11,12 +11,42 @@ use std::net::Ipv4Addr;
 pub const MONITOR_PORTS: std::ops::Range<u16> = 1024..10_000;
 pub const FIRST_WORKER_PORT: u16 = 10_000;
 
+/// How long a service may hold a tuple in TIME_WAIT after a connection on it closed (Linux's
+/// `TCP_TIMEWAIT_LEN`; stacks use 30 s to RFC 793's 4 minutes).
+pub const TIME_WAIT_MS: u64 = 60_000;
+
+/// The last connection a port carried: toward which service, ended when.
+#[derive(Clone, Copy, Debug)]
+struct LastUse {
+    service: u32,
+    ended_ms: u64,
+}
+
+const NEVER_USED: LastUse = LastUse {
+    service: u32::MAX,
+    ended_ms: 0,
+};
+
 /// The free ports of one SNIP for one worker, used oldest-released first: a port comes back
 /// into use as late as possible, long after the service's TIME_WAIT for it ended.
 #[derive(Debug)]
 struct PortPool {
     snip: Ipv4Addr,
     free: VecDeque<u16>,
+    /// By port (from the range's start): its last connection.
+    last_use: Box<[LastUse]>,
+}
+
+/// A port for a new connection that cannot make its service's TIME_WAIT good for it (a SYN
+/// without timestamps: the service accepts it over TIME_WAIT only if its sequence number
+/// happens to be higher than the old connection's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub port: u16,
+    /// Ports passed over: their tuple toward the service may still be in its TIME_WAIT.
+    pub skipped: u32,
+    /// Every port looked at was such a one: this one (the oldest) is reused anyway.
+    pub in_time_wait: bool,
 }
 
 #[derive(Debug)]
@@ -55,7 +85,12 @@ impl Snat {
     pub fn add_snip(&mut self, snip: Ipv4Addr) {
         if !self.pools.iter().any(|p| p.snip == snip) {
             let free = self.range.clone().collect();
-            self.pools.push(PortPool { snip, free });
+            let last_use = vec![NEVER_USED; self.range.len()].into_boxed_slice();
+            self.pools.push(PortPool {
+                snip,
+                free,
+                last_use,
+            });
         }
     }
 
@@ -87,6 +122,61 @@ impl Snat {
             pool.free.push_back(port);
         }
         None
+    }
+
+    /// The oldest free port whose tuple toward `service` cannot be in the service's
+    /// TIME_WAIT at `now_ms`, looking at no more than `budget` ports (those passed over go to
+    /// the back); when all are, the oldest of them.
+    pub fn allocate_for(
+        &mut self,
+        snip: Ipv4Addr,
+        service: u32,
+        now_ms: u64,
+        budget: usize,
+    ) -> Option<Allocation> {
+        let start = self.range.start;
+        let pool = self.pools.iter_mut().find(|p| p.snip == snip)?;
+        let waits = |pool: &PortPool, port: u16| {
+            pool.last_use
+                .get(usize::from(port - start))
+                .is_some_and(|u| u.service == service && now_ms < u.ended_ms + TIME_WAIT_MS)
+        };
+        let looked = budget.clamp(1, pool.free.len().max(1));
+        let mut skipped = 0;
+        for _ in 0..looked {
+            let port = *pool.free.front()?;
+            if !waits(pool, port) {
+                pool.free.pop_front();
+                return Some(Allocation {
+                    port,
+                    skipped,
+                    in_time_wait: false,
+                });
+            }
+            pool.free.rotate_left(1);
+            skipped += 1;
+        }
+        // All young: take the oldest of those looked at (the first sent to the back).
+        let port = pool.free.remove(pool.free.len().checked_sub(looked)?)?;
+        Some(Allocation {
+            port,
+            skipped: skipped.saturating_sub(1),
+            in_time_wait: true,
+        })
+    }
+
+    /// Gives back the port of a connection to `service` that ended at `ended_ms`.
+    #[inline]
+    pub fn release_after(&mut self, snip: Ipv4Addr, port: u16, service: u32, ended_ms: u64) {
+        let start = self.range.start;
+        if let Some(p) = self.pools.iter_mut().find(|p| p.snip == snip)
+            && let Some(u) = port
+                .checked_sub(start)
+                .and_then(|i| p.last_use.get_mut(usize::from(i)))
+        {
+            *u = LastUse { service, ended_ms };
+        }
+        self.release(snip, port);
     }
 
     #[inline]
@@ -158,5 +248,39 @@ mod tests {
             s.allocate(snip).unwrap();
         }
         assert_eq!(s.allocate(snip), None);
+    }
+
+    #[test]
+    fn a_port_a_service_may_hold_in_time_wait_is_passed_over_and_counted() {
+        let snip = Ipv4Addr::new(198, 18, 0, 2);
+        let mut s = Snat::new(0, 1);
+        s.add_snip(snip);
+        let n = s.available(snip);
+        // Every port once toward service 7, ended at 1 s; then port A toward service 8.
+        let ports: Vec<u16> = (0..n).map(|_| s.allocate(snip).unwrap()).collect();
+        for &p in &ports {
+            s.release_after(snip, p, 7, 1_000);
+        }
+        // Service 8 has never seen these tuples: the oldest port serves, nothing skipped.
+        let a = s.allocate_for(snip, 8, 2_000, 8).unwrap();
+        assert_eq!(
+            a,
+            Allocation {
+                port: ports[0],
+                skipped: 0,
+                in_time_wait: false
+            }
+        );
+        s.release_after(snip, a.port, 8, 2_000);
+        // Service 7 within TIME_WAIT: eight looked at, all young, the oldest reused, counted.
+        let b = s.allocate_for(snip, 7, 30_000, 8).unwrap();
+        assert!(b.in_time_wait);
+        assert_eq!((b.port, b.skipped), (ports[1], 7));
+        // Past TIME_WAIT they are free again.
+        let c = s.allocate_for(snip, 7, 1_000 + TIME_WAIT_MS, 8).unwrap();
+        assert!(!c.in_time_wait && c.skipped == 0);
+        // A port young for service 7 but not for 8 is passed over for 7 only.
+        let d = s.allocate_for(snip, 8, 2_500, 1).unwrap();
+        assert!(!d.in_time_wait);
     }
 }

@@ -169,10 +169,13 @@ pub struct WorkerFigures {
     pub handoff_in: u64,
     pub handoff_out: u64,
     pub drops: u64,
+    /// SNAT ports passed over, and reused, for SYNs without timestamps (see `nat`).
+    pub snat_skipped: u64,
+    pub snat_time_wait: u64,
 }
 
 /// Counts per worker besides the drops: rx, tx, handoff in, handoff out.
-const FIGURES: usize = 4;
+const FIGURES: usize = 6;
 
 /// Every worker's drop counters and figures, published for `stat` (each worker writes only
 /// its own rows).
@@ -204,9 +207,9 @@ impl SharedDrops {
     }
 
     /// Copies a worker's frame counts into its row.
-    pub fn publish_figures(&self, worker: usize, rx: u64, tx: u64, handoff: (u64, u64)) {
+    pub fn publish_figures(&self, worker: usize, figures: [u64; FIGURES]) {
         if let Some(row) = self.figures.get(worker * FIGURES..(worker + 1) * FIGURES) {
-            for (slot, value) in row.iter().zip([rx, tx, handoff.0, handoff.1]) {
+            for (slot, value) in row.iter().zip(figures) {
                 slot.store(value, std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -231,6 +234,8 @@ impl SharedDrops {
                     tx: f(1),
                     handoff_in: f(2),
                     handoff_out: f(3),
+                    snat_skipped: f(4),
+                    snat_time_wait: f(5),
                     drops,
                 }
             })

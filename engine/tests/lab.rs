@@ -1446,12 +1446,12 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
         "the port range wrapped: {total} connections ({rates:?})"
     );
     // Once every tuple toward a backend is in its TIME_WAIT (about 55,000 each, after the
-    // first runs), each SYN replaces one there, which costs the backend's kernel some 15 %;
-    // without the timestamp shift the rate fell to a sixth.
+    // first runs), each SYN replaces one there: the timestamp shift makes the backends accept
+    // it (without it the rate fell to a sixth).
     let (first, last) = (rates[0], rates[rates.len() - 1]);
     assert!(
-        last * 10 >= first * 7,
-        "the last 10 s keep 70 % of the first: {rates:?}"
+        last * 10 >= first * 9,
+        "the last 10 s keep 90 % of the first: {rates:?}"
     );
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert!(!stat.contains("NAT ports exhausted"), "{stat}");

@@ -84,7 +84,8 @@ pub fn group(v: &GroupView) -> Value {
 }
 
 /// `stat ns -format json`: `{"workers": [{"core", "rx", "tx", "handoff_in", "handoff_out",
-/// "drops"}]}` (SPEC §8).
+/// "drops", "snat_skipped", "snat_time_wait"}]}` (SPEC §8, and the SNAT ports of SYNs
+/// without timestamps).
 pub fn workers(rows: &[WorkerRow]) -> Value {
     let workers: Vec<Value> = rows
         .iter()
@@ -96,6 +97,8 @@ pub fn workers(rows: &[WorkerRow]) -> Value {
                 "handoff_in": w.handoff_in,
                 "handoff_out": w.handoff_out,
                 "drops": w.drops,
+                "snat_skipped": w.snat_skipped,
+                "snat_time_wait": w.snat_time_wait,
             })
         })
         .collect();

@@ -94,6 +94,10 @@ pub struct WorkerRow {
     pub handoff_in: u64,
     pub handoff_out: u64,
     pub drops: u64,
+    /// SNAT ports passed over for SYNs without timestamps (their service may hold the tuple
+    /// in TIME_WAIT), and ports reused although it may.
+    pub snat_skipped: u64,
+    pub snat_time_wait: u64,
 }
 
 /// The engine's live state, as `show`/`stat` read it.

@@ -295,5 +295,11 @@ pub fn workers(rows: &[WorkerRow]) -> String {
             w.core, w.rx, w.tx, w.handoff_in, w.handoff_out, w.drops
         ));
     }
+    let (skipped, reused) = rows.iter().fold((0, 0), |(s, r), w| {
+        (s + w.snat_skipped, r + w.snat_time_wait)
+    });
+    out.push_str(&format!(
+        "SNAT ports for SYNs without timestamps: {skipped} passed over (their service may hold the tuple in TIME_WAIT), {reused} reused although it may\n"
+    ));
     out
 }

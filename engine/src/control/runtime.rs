@@ -79,6 +79,8 @@ impl Runtime for LiveRuntime<'_> {
                 handoff_in: w.handoff_in,
                 handoff_out: w.handoff_out,
                 drops: w.drops,
+                snat_skipped: w.snat_skipped,
+                snat_time_wait: w.snat_time_wait,
             })
             .collect()
     }

@@ -279,6 +279,11 @@ impl Worker {
             &svc.sources
         };
         self.next_source = self.next_source.wrapping_add(1);
+        let tsval = wire::tcp_tsval(frame, ip);
+        // A SYN without timestamps is accepted over the service's TIME_WAIT only by luck (its
+        // sequence number above the old connection's): give it a tuple the service cannot
+        // hold, where there is one among the oldest.
+        let avoid_time_wait = ip.proto == Proto::Tcp && tsval.is_none();
         let (snip, nat_port) = (0..sources.len())
             .map(|k| sources[(self.next_source + k) % sources.len()])
             .find_map(|source| {
@@ -290,6 +295,14 @@ impl Worker {
                             s.reply_comes_here(service_addr, source, p)
                         })
                     }
+                    _ if avoid_time_wait => self
+                        .snat
+                        .allocate_for(source, service, now_ms, TIME_WAIT_LOOKS)
+                        .map(|a| {
+                            self.stats.snat_skipped += u64::from(a.skipped);
+                            self.stats.snat_time_wait += u64::from(a.in_time_wait);
+                            a.port
+                        }),
                     _ => self.snat.allocate(source),
                 };
                 port.map(|p| (source, p))
@@ -310,7 +323,7 @@ impl Worker {
             active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
-            ts_shift: wire::tcp_tsval(frame, ip).map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
+            ts_shift: tsval.map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
         };
         match self.flows.insert(flow) {
             Ok(slot) => {
@@ -405,10 +418,15 @@ impl Worker {
                 self.writer.flow_closed(flow.service);
             }
             self.writer.flow_removed(flow.service);
-            self.snat.release(flow.snip.0, flow.snip.1);
+            self.snat
+                .release_after(flow.snip.0, flow.snip.1, flow.service, flow.last_seen);
         }
     }
 }
+
+/// Free ports looked at for a SYN without timestamps before one its service may hold in
+/// TIME_WAIT is reused anyway.
+const TIME_WAIT_LOOKS: usize = 8;
 
 /// The timestamp a new flow's first segment carries toward its service: the worker's clock at
 /// 4 ticks a millisecond. Clients tick at most 1 kHz (RFC 7323 recommends 1 ms to 1 s), so

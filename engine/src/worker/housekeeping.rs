@@ -23,7 +23,17 @@ impl Worker {
         if let Some(shared) = &self.shared_drops {
             shared.publish(self.id, &self.drops);
             let s = &self.stats;
-            shared.publish_figures(self.id, s.rx, s.tx, (s.handoff_in, s.handoff_out));
+            shared.publish_figures(
+                self.id,
+                [
+                    s.rx,
+                    s.tx,
+                    s.handoff_in,
+                    s.handoff_out,
+                    s.snat_skipped,
+                    s.snat_time_wait,
+                ],
+            );
         }
         // An empty table needs no sweep (an idle worker's rounds stay cheap).
         if !self.flows.is_empty() {
@@ -46,7 +56,7 @@ impl Worker {
                     writer.flow_closed(f.service);
                 }
                 writer.flow_removed(f.service);
-                snat.release(f.snip.0, f.snip.1);
+                snat.release_after(f.snip.0, f.snip.1, f.service, f.last_seen);
                 if f.deadline() <= now_ms {
                     stats.flows_expired += 1;
                 } else {

@@ -76,6 +76,10 @@ pub struct WorkerStats {
     pub handoff_in: u64,
     /// Port calls the device could not take (retried the next round).
     pub port_busy: u64,
+    /// SNAT ports passed over for a SYN without timestamps (their service may still hold
+    /// the tuple in TIME_WAIT), and ports reused although it may (none was free of it).
+    pub snat_skipped: u64,
+    pub snat_time_wait: u64,
 }
 
 #[derive(Debug)]
