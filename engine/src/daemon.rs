@@ -17,7 +17,7 @@ use crate::health::ServiceHealth;
 use crate::neigh::Neighbours;
 use crate::nic;
 use crate::portset::{Programs, open_worker_ports};
-use crate::profile::{HwProfile, Poll, Steering};
+use crate::profile::{HwProfile, Steering};
 use crate::rss::Rss;
 use crate::verdict::{DropCounters, SharedDrops};
 use crate::worker::{Lanes, MonitorRings, Runner, Waker, Worker, WorkerSetup, WorkerStats};
@@ -187,18 +187,16 @@ pub fn run(
     let neighbours = Arc::new(Neighbours::new(crate::worker::NEIGHBOURS));
     let poll = profile.io.poll;
     let rss = choose_steering(profile)?;
-    // `poll = "wait"`: each worker sleeps in poll(2), woken by its sockets and by its waker
-    // (frames handed over by other workers, the monitor core's frames).
-    let wakers: Vec<Arc<Waker>> = match poll {
-        Poll::Wait => (0..workers)
-            .map(|_| Waker::new().map(Arc::new))
-            .collect::<Result<_, _>>()
-            .map_err(|source| EngineError::Thread {
-                what: "a worker's waker (eventfd)".into(),
-                source,
-            })?,
-        Poll::Busy => Vec::new(),
-    };
+    // Idle, each worker sleeps in poll(2) (`poll = "busy"`: at most a millisecond), woken
+    // by its sockets and by its waker (frames handed over by other workers, the monitor
+    // core's frames).
+    let wakers: Vec<Arc<Waker>> = (0..workers)
+        .map(|_| Waker::new().map(Arc::new))
+        .collect::<Result<_, _>>()
+        .map_err(|source| EngineError::Thread {
+            what: "a worker's waker (eventfd)".into(),
+            source,
+        })?;
     let mut lanes = Lanes::mesh(workers, HANDOFF_LANE_FRAMES).into_iter();
     for (w, writer, port_configs) in plans {
         let ports = open_worker_ports(

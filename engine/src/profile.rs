@@ -41,11 +41,12 @@ pub struct PortProfile {
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Poll {
-    /// Spin while frames come, then short sleeps: lowest latency, a core per worker.
+    /// Spin while frames come, then give the core up in `poll(2)` for at most a
+    /// millisecond (woken by the first frame): lowest latency.
     #[default]
     Busy,
-    /// Sleep between idle rounds: an idle daemon costs almost nothing, the first frame
-    /// after a pause waits up to a millisecond.
+    /// Sleep in `poll(2)` soon after traffic stops, for up to 50 ms (woken by the first
+    /// frame): an idle daemon costs almost nothing.
     Wait,
 }
 
