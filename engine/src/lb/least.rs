@@ -70,23 +70,20 @@ pub(super) fn select(
             let (scale_head, scale_tail) = scales.split_at(start.min(scales.len()));
             let mut best = Ranked {
                 index: usize::MAX,
-                rank: u128::MAX,
+                rank: u64::MAX,
             };
-            let complete = scan_ranked(tail, scale_tail, start, &mut metric, &mut best)
-                && scan_ranked(head, scale_head, 0, &mut metric, &mut best);
-            (complete, best.index)
+            let mut scan = scan_ranked(tail, scale_tail, start, &mut metric, &mut best);
+            if scan == Scan::Complete {
+                scan = scan_ranked(head, scale_head, 0, &mut metric, &mut best);
+            }
+            match scan {
+                Scan::Complete => (true, best.index),
+                Scan::Missing => (false, best.index),
+                // A rank past 63 bits (never with real counts): compare exactly instead.
+                Scan::Overflow => crossed(head, tail, start, &mut metric),
+            }
         }
-        None => {
-            let mut best = Crossed {
-                index: usize::MAX,
-                tier: u8::MAX,
-                value: u64::MAX,
-                weight: 1,
-            };
-            let complete = scan_crossed(tail, start, &mut metric, &mut best)
-                && scan_crossed(head, 0, &mut metric, &mut best);
-            (complete, best.index)
-        }
+        None => crossed(head, tail, start, &mut metric),
     };
     match (complete, index) {
         (false, _) => Pick::MissingSample,
@@ -95,12 +92,45 @@ pub(super) fn select(
     }
 }
 
-struct Ranked {
-    index: usize,
-    rank: u128,
+/// The cross-multiplying scan over the members after `start`, then those before.
+#[inline(always)]
+fn crossed(
+    head: &[Member],
+    tail: &[Member],
+    start: usize,
+    metric: &mut impl FnMut(ServiceId) -> Metric,
+) -> (bool, usize) {
+    let mut best = Crossed {
+        index: usize::MAX,
+        tier: u8::MAX,
+        value: u64::MAX,
+        weight: 1,
+    };
+    let complete =
+        scan_crossed(tail, start, metric, &mut best) && scan_crossed(head, 0, metric, &mut best);
+    (complete, best.index)
 }
 
-/// One contiguous run of members with precomputed scales; false when a sample is missing.
+/// How a ranked scan ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scan {
+    Complete,
+    /// A candidate has no sample yet.
+    Missing,
+    /// A rank does not fit in 63 bits.
+    Overflow,
+}
+
+struct Ranked {
+    index: usize,
+    /// The tier in bit 63, `N × L / weight` below it.
+    rank: u64,
+}
+
+/// The tier's bit in a rank.
+const TIER_BIT: u64 = 1 << 63;
+
+/// One contiguous run of members with precomputed scales.
 #[inline(always)]
 fn scan_ranked(
     members: &[Member],
@@ -108,21 +138,24 @@ fn scan_ranked(
     offset: usize,
     metric: &mut impl FnMut(ServiceId) -> Metric,
     best: &mut Ranked,
-) -> bool {
+) -> Scan {
     for (k, (m, &scale)) in members.iter().zip(scales).enumerate() {
         let (tier, value) = match metric(m.service) {
             Metric::Skip => continue,
-            Metric::Missing => return false,
+            Metric::Missing => return Scan::Missing,
             Metric::Value(tier, value) => (tier, value),
         };
-        let rank = (u128::from(tier) << 127) | (u128::from(value) * u128::from(scale));
+        let Some(scaled) = value.checked_mul(scale).filter(|r| *r < TIER_BIT) else {
+            return Scan::Overflow;
+        };
+        let rank = if tier > 0 { TIER_BIT | scaled } else { scaled };
         // Strictly smaller only: an equal rank met later loses the tie. Selects, not a
         // branch: which member wins is data, not something to predict.
         let better = rank < best.rank;
         best.index = if better { offset + k } else { best.index };
         best.rank = if better { rank } else { best.rank };
     }
-    true
+    Scan::Complete
 }
 
 #[derive(Clone, Copy)]
@@ -187,6 +220,18 @@ mod tests {
             scales(&members(&all)).is_none(),
             "lcm(1..=100) needs the cross-multiplying path"
         );
+    }
+
+    #[test]
+    fn ranks_past_63_bits_fall_back_to_exact_comparison() {
+        let m = members(&[2, 3]);
+        let sc = scales(&m).unwrap();
+        // N × L / w overflows 63 bits for both; N/w: 2^62/2 > (2^62 - 9)/3, so member 1 wins.
+        let values = [1u64 << 62, (1u64 << 62) - 9];
+        let metric = |s: ServiceId| Metric::Value(0, values[s as usize]);
+        let ranked = select(&m, Some(&sc), None, metric);
+        assert!(matches!(ranked, Pick::Chosen(1)));
+        assert!(matches!(select(&m, None, None, metric), Pick::Chosen(1)));
     }
 
     /// Both paths agree on every pick over random pools (the scenario files cover the seeds).
