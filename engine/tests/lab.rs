@@ -1549,3 +1549,47 @@ fn a_management_address_on_the_engines_port_keeps_working() {
     let summary = lab.stop();
     assert!(!summary.contains("no flow"), "{summary}");
 }
+
+#[test]
+fn a_zero_copy_profile_on_a_port_without_it_is_refused_clearly_and_leaves_no_xdp() {
+    // veth has driver XDP but no AF_XDP zero-copy: the daemon must say so and detach.
+    let lab = Lab::up("zc", 1);
+    let profile = lab.dir.join("zero-copy.toml");
+    let lab_profile = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        &profile,
+        lab_profile.replace("zero_copy = false", "zero_copy = true"),
+    )
+    .unwrap();
+    let conf = lab.dir.join("ns.conf");
+    std::fs::write(&conf, "add ns ip 198.18.0.2 255.255.255.0\n").unwrap();
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("lb"),
+            env!("CARGO_BIN_EXE_fulcrumd"),
+        ])
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--config")
+        .arg(&conf)
+        .arg("--socket")
+        .arg(lab.dir.join("zc.sock"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("zero-copy is not supported"), "{err}");
+    assert!(err.contains("zero_copy = false"), "the fix is named: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let link = std::process::Command::new("ip")
+        .args(["-n", &lab.ns("lb"), "link", "show", "fl-lb0"])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&link.stdout);
+    assert!(!link.contains("xdp"), "XDP detached: {link}");
+}
