@@ -49,10 +49,17 @@ pub enum DropReason {
     TxFull,
     /// For another worker, whose lane was full (or the frame too long for a lane).
     HandoffFailed,
+    /// Dropped by the kernel before the engine saw it (AF_XDP statistics): no free frame to
+    /// receive into, or a frame longer than a UMEM frame (GRO aggregates in generic mode).
+    KernelNoFrame,
+    /// Dropped by the kernel: the socket's RX ring was full (the worker fell behind).
+    KernelRxRingFull,
+    /// Descriptors the kernel refused as invalid (RX or TX).
+    KernelInvalidDescriptor,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 22] = [
+    pub const ALL: [DropReason; 25] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -75,6 +82,9 @@ impl DropReason {
         Self::MonitorRingFull,
         Self::TxFull,
         Self::HandoffFailed,
+        Self::KernelNoFrame,
+        Self::KernelRxRingFull,
+        Self::KernelInvalidDescriptor,
     ];
 
     pub fn index(self) -> usize {
@@ -107,6 +117,9 @@ impl fmt::Display for DropReason {
             Self::MonitorRingFull => "monitor ring full",
             Self::TxFull => "transmit queue full",
             Self::HandoffFailed => "handoff failed",
+            Self::KernelNoFrame => "kernel: no frame to receive into, or too long",
+            Self::KernelRxRingFull => "kernel: RX ring full",
+            Self::KernelInvalidDescriptor => "kernel: invalid descriptor",
         })
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use libbpf_sys::xdp_desc;
 
 use crate::error::EngineError;
-use crate::worker::{FrameBuf, Port, PortError};
+use crate::worker::{DeviceDrops, FrameBuf, Port, PortError};
 use crate::xdp::{Copying, Kick, Socket, Umem};
 
 pub use crate::xdp::Frame;
@@ -297,6 +297,14 @@ impl Port for XskPort {
 
     fn wait_fd(&self) -> Option<RawFd> {
         Some(self.socket.fd())
+    }
+
+    fn device_drops(&self) -> Option<DeviceDrops> {
+        self.socket.statistics().map(|s| DeviceDrops {
+            no_frame: s.rx_dropped,
+            rx_ring_full: s.rx_ring_full,
+            invalid: s.rx_invalid_descs + s.tx_invalid_descs,
+        })
     }
 }
 

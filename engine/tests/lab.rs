@@ -1593,3 +1593,52 @@ fn a_zero_copy_profile_on_a_port_without_it_is_refused_clearly_and_leaves_no_xdp
     let link = String::from_utf8_lossy(&link.stdout);
     assert!(!link.contains("xdp"), "XDP detached: {link}");
 }
+
+#[test]
+fn generic_xdp_counts_the_aggregates_the_kernel_drops() {
+    // xdp_mode = "skb" runs after GRO/TSO: a local sender's 64 KB segments do not fit a UMEM
+    // frame and the kernel drops them. Nothing is lost silently: the daemon counts them.
+    let mut lab = Lab::up("skb", 1);
+    let profile = lab.dir.join("skb.toml");
+    let lab_profile = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        &profile,
+        lab_profile.replace("xdp_mode = \"native\"", "xdp_mode = \"skb\""),
+    )
+    .unwrap();
+    lab.use_profile(&profile);
+    lab.start(&config("ROUNDROBIN"), 80);
+    let link = std::process::Command::new("ip")
+        .args(["-n", &lab.ns("lb"), "link", "show", "fl-lb0"])
+        .output()
+        .unwrap();
+    let link = String::from_utf8_lossy(&link.stdout).into_owned();
+    assert!(
+        link.contains("xdpgeneric"),
+        "attached in generic mode: {link}"
+    );
+    // An upload: the client's kernel sends TSO segments toward the VIP.
+    let body = lab.dir.join("upload.bin");
+    std::fs::write(&body, vec![0x5a; 4 << 20]).unwrap();
+    let _ = lab.client(&[
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "--max-time",
+        "4",
+        "--data-binary",
+        &format!("@{}", body.display()),
+        &format!("http://{VIP}/upload"),
+    ]);
+    let summary = lab.stop();
+    let dropped: u64 = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("dropped (kernel: no frame to receive into, or too long): "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(dropped > 0, "{summary}");
+}

@@ -10,7 +10,9 @@ use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::DropReason;
-use engine::worker::{MemPort, MonitorRings, Port, PortError, Runner, Worker, WorkerSetup};
+use engine::worker::{
+    DeviceDrops, MemPort, MonitorRings, Port, PortError, Runner, Worker, WorkerSetup,
+};
 use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
 
 mod common;
@@ -248,6 +250,8 @@ struct FaultyPort {
     flush_busy: u32,
     broken_after: Option<u32>,
     rounds: u32,
+    /// What the device says it dropped (totals).
+    dropped: DeviceDrops,
 }
 
 impl Port for FaultyPort {
@@ -286,6 +290,9 @@ impl Port for FaultyPort {
     fn refill(&mut self, budget: usize) -> Result<(), PortError> {
         self.inner.refill(budget)
     }
+    fn device_drops(&self) -> Option<DeviceDrops> {
+        Some(self.dropped)
+    }
 }
 
 fn faulty_runner(flush_busy: u32, broken_after: Option<u32>) -> Runner<FaultyPort> {
@@ -296,6 +303,7 @@ fn faulty_runner(flush_busy: u32, broken_after: Option<u32>) -> Runner<FaultyPor
         flush_busy,
         broken_after,
         rounds: 0,
+        dropped: DeviceDrops::default(),
     };
     Runner::new(worker, vec![port], MonitorRings::default())
 }
@@ -334,4 +342,32 @@ fn a_busy_device_is_counted_and_retried_and_a_broken_one_stops_the_loop_cleanly(
         "{fault}"
     );
     assert_eq!(ports.len(), 1);
+}
+
+#[test]
+fn what_the_device_drops_is_counted_with_the_engines_drops_once_a_second() {
+    let mut r = faulty_runner(0, None);
+    r.poll(1_000);
+    r.port_mut(0).unwrap().dropped = DeviceDrops {
+        no_frame: 7,
+        rx_ring_full: 2,
+        invalid: 1,
+    };
+    r.poll(1_500);
+    assert_eq!(
+        r.worker().drops.get(DropReason::KernelNoFrame),
+        0,
+        "read once a second"
+    );
+    r.poll(2_000);
+    r.port_mut(0).unwrap().dropped.no_frame = 10;
+    r.poll(3_000);
+    let d = &r.worker().drops;
+    assert_eq!(
+        d.get(DropReason::KernelNoFrame),
+        10,
+        "deltas add up to the total"
+    );
+    assert_eq!(d.get(DropReason::KernelRxRingFull), 2);
+    assert_eq!(d.get(DropReason::KernelInvalidDescriptor), 1);
 }

@@ -60,6 +60,37 @@ pub fn adjust(checksum: u16, old: &[u8], new: &[u8]) -> u16 {
     !fold(s)
 }
 
+/// What a change of header words does to a checksum (RFC 1624 eq. 3): `Σ(~m + m')` over the
+/// 16-bit words changed. Deltas add, so one rewrite of several fields adjusts each checksum
+/// once; the pseudo-header's addresses count toward both the IP and the transport checksum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Delta(u64);
+
+impl Delta {
+    /// A 16-bit word `old` became `new`.
+    #[inline]
+    pub fn word(old: u16, new: u16) -> Self {
+        Self(u64::from(!old) + u64::from(new))
+    }
+
+    /// A 32-bit field (two words, network order) `old` became `new`.
+    #[inline]
+    pub fn double(old: u32, new: u32) -> Self {
+        Self::word((old >> 16) as u16, (new >> 16) as u16).plus(Self::word(old as u16, new as u16))
+    }
+
+    #[inline]
+    pub fn plus(self, other: Self) -> Self {
+        Self(self.0 + other.0)
+    }
+
+    /// The checksum after the change.
+    #[inline]
+    pub fn apply(self, checksum: u16) -> u16 {
+        !fold(u64::from(!checksum) + self.0)
+    }
+}
+
 /// Whether two checksums are the same number in one's complement (0x0000 and 0xffff are
 /// both zero).
 #[inline]
@@ -70,6 +101,21 @@ pub fn same(a: u16, b: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delta_adjusts_as_recomputing_would() {
+        let mut header = [
+            0x45u8, 0, 0, 60, 0x1c, 0x46, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 50, 198, 18, 0, 100,
+        ];
+        let sum = checksum(&header);
+        let old_src = u32::from_be_bytes([198, 18, 0, 50]);
+        let new_src = u32::from_be_bytes([198, 18, 0, 2]);
+        let d = Delta::double(old_src, new_src).plus(Delta::word(0x4006, 0x3f06));
+        header[12..16].copy_from_slice(&new_src.to_be_bytes());
+        header[8] = 63;
+        assert_eq!(d.apply(sum), checksum(&header));
+        assert_eq!(Delta::default().apply(sum), sum, "no change, same checksum");
+    }
 
     /// The example of RFC 1071 §3.
     #[test]

@@ -102,6 +102,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         set_be16(self.buffer.as_mut(), field::CHECKSUM, sum);
     }
 
+    /// Sets the TTL (the checksum is the caller's).
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.buffer.as_mut()[field::TTL] = ttl;
+    }
+
     /// Sets the TTL, adjusting the header checksum for it.
     pub fn set_ttl_adjusting(&mut self, ttl: u8) {
         let b = self.buffer.as_mut();

@@ -6,7 +6,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::ipv4::addr_pair;
+use super::checksum::Delta;
 use super::{
     Arp, ArpPacket, ETH_LEN, ETHERTYPE_ARP, EthernetFrame, IcmpPacket, Ipv4, Ipv4Packet, Mac,
     OPERATION_REPLY, OPERATION_REQUEST, Proto, TcpPacket, UdpPacket, checksum, icmp,
@@ -163,18 +163,20 @@ pub fn rewrite(
     state: TransportChecksum,
 ) {
     let Some(mut ip) = ip_view(frame) else { return };
-    let old_addrs = addr_pair(ip.src_addr(), ip.dst_addr());
-    let new_addrs = addr_pair(src.0, dst.0);
-    ip.set_addrs_adjusting(src.0, dst.0);
-    ip.set_ttl_adjusting(ip.ttl().saturating_sub(1));
-    let mut new_ports = [0u8; 4];
-    new_ports[..2].copy_from_slice(&src.1.to_be_bytes());
-    new_ports[2..].copy_from_slice(&dst.1.to_be_bytes());
-    // The pseudo-header holds the addresses, so they count in the transport checksum too.
-    let adjust = |sum: u16, old_ports: &[u8; 4]| {
-        let s = checksum::adjust(sum, &old_addrs, &new_addrs);
-        checksum::adjust(s, old_ports, &new_ports)
-    };
+    // One delta per changed field; each checksum is adjusted once for all of them.
+    let addrs = Delta::double(u32::from(ip.src_addr()), u32::from(src.0))
+        .plus(Delta::double(u32::from(ip.dst_addr()), u32::from(dst.0)));
+    let ttl = ip.ttl();
+    let protocol = u16::from(ip.protocol());
+    let ttl_word = |t: u8| (u16::from(t) << 8) | protocol;
+    let new_ttl = ttl.saturating_sub(1);
+    ip.set_src_addr(src.0);
+    ip.set_dst_addr(dst.0);
+    ip.set_ttl(new_ttl);
+    let header = addrs.plus(Delta::word(ttl_word(ttl), ttl_word(new_ttl)));
+    ip.set_checksum(header.apply(ip.checksum()));
+    let ports =
+        |old_src: u16, old_dst: u16| Delta::word(old_src, src.1).plus(Delta::word(old_dst, dst.1));
     let incremental = state == TransportChecksum::Valid || state == TransportChecksum::Bad;
     match p.proto {
         Proto::Icmp => return,
@@ -182,22 +184,22 @@ pub fn rewrite(
             let Ok(mut t) = TcpPacket::new_checked(ip.payload_mut()) else {
                 return;
             };
-            let old_ports = t.ports_bytes();
+            let delta = addrs.plus(ports(t.src_port(), t.dst_port()));
             t.set_src_port(src.1);
             t.set_dst_port(dst.1);
             if incremental {
-                t.set_checksum(adjust(t.checksum(), &old_ports));
+                t.set_checksum(delta.apply(t.checksum()));
             }
         }
         Proto::Udp => {
             let Ok(mut u) = UdpPacket::new_checked(ip.payload_mut()) else {
                 return;
             };
-            let old_ports = u.ports_bytes();
+            let delta = addrs.plus(ports(u.src_port(), u.dst_port()));
             u.set_src_port(src.1);
             u.set_dst_port(dst.1);
             if incremental && u.checksum() != 0 {
-                u.set_checksum(adjust(u.checksum(), &old_ports));
+                u.set_checksum(delta.apply(u.checksum()));
             }
         }
     }

@@ -40,7 +40,7 @@ use crate::verdict::{DropCounters, SharedDrops, Verdict};
 use crate::wire::Mac;
 
 pub use handoff::Lanes;
-pub use port::{FrameBuf, MemPort, Port, PortError};
+pub use port::{DeviceDrops, FrameBuf, MemPort, Port, PortError};
 pub use run::{MonitorRings, Runner};
 pub use waker::Waker;
 

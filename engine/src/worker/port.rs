@@ -22,6 +22,18 @@ impl FrameBuf for Vec<u8> {
     }
 }
 
+/// Frames a device dropped before the loop saw them, as it counts them (totals since the
+/// port opened).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceDrops {
+    /// No free frame to receive into, or a frame longer than one.
+    pub no_frame: u64,
+    /// The receive ring was full.
+    pub rx_ring_full: u64,
+    /// Descriptors refused as invalid.
+    pub invalid: u64,
+}
+
 /// A port call that did not go through.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PortError {
@@ -65,6 +77,10 @@ pub trait Port {
     where
         Self: Sized,
     {
+    }
+    /// What the device itself dropped so far (cumulative), where it says.
+    fn device_drops(&self) -> Option<DeviceDrops> {
+        None
     }
     /// A descriptor that becomes readable when frames arrive (`poll = "wait"` sleeps on it).
     fn wait_fd(&self) -> Option<std::os::fd::RawFd> {

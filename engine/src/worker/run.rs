@@ -15,7 +15,7 @@ use crate::verdict::{DropReason, Verdict};
 
 use super::handoff::{Handed, Lanes};
 use super::waker::{Waker, poll_readable};
-use super::{BURST, FrameBuf, Port, PortError, Worker};
+use super::{BURST, DeviceDrops, FrameBuf, Port, PortError, Worker};
 
 /// Frames taken from or given to a ring per call.
 const BATCH: usize = 64;
@@ -68,6 +68,9 @@ pub struct Runner<P: Port> {
     /// ports' sockets, then the waker).
     waker: Option<Arc<Waker>>,
     sleep_on: Vec<libc::pollfd>,
+    /// Per port: the device's drop totals last read, and the second they were read in.
+    device_drops: Vec<DeviceDrops>,
+    device_drops_read: u64,
     verdicts: [Verdict; BURST],
 }
 
@@ -80,6 +83,7 @@ impl FrameBuf for (usize, Box<Handed>) {
 impl<P: Port> Runner<P> {
     pub fn new(worker: Worker, ports: Vec<P>, monitor: MonitorRings) -> Self {
         let busy_in_a_row = vec![0; ports.len()];
+        let ports_len = ports.len();
         Self {
             worker,
             ports,
@@ -92,6 +96,8 @@ impl<P: Port> Runner<P> {
             handed: Vec::with_capacity(BURST),
             waker: None,
             sleep_on: Vec::new(),
+            device_drops: vec![DeviceDrops::default(); ports_len],
+            device_drops_read: 0,
             verdicts: [Verdict::Consumed; BURST],
         }
     }
@@ -156,6 +162,7 @@ impl<P: Port> Runner<P> {
     /// One round at `now_ms`; returns how many frames arrived.
     pub fn poll(&mut self, now_ms: u64) -> usize {
         self.worker.housekeeping(now_ms);
+        self.count_device_drops(now_ms);
         let mut received = 0;
         for i in 0..self.ports.len() {
             let r = self.ports[i].reclaim(BATCH * 2);
@@ -181,6 +188,40 @@ impl<P: Port> Runner<P> {
             self.check(i, r);
         }
         received
+    }
+
+    /// Once a second: what the devices dropped since the last reading, counted with the
+    /// engine's own drops (a system call per port, not per frame).
+    fn count_device_drops(&mut self, now_ms: u64) {
+        let second = now_ms / 1000;
+        if second == self.device_drops_read {
+            return;
+        }
+        self.device_drops_read = second;
+        self.read_device_drops();
+    }
+
+    /// Adds what each device dropped since the last reading to the worker's drops.
+    fn read_device_drops(&mut self) {
+        for (port, last) in self.ports.iter().zip(self.device_drops.iter_mut()) {
+            let Some(now) = port.device_drops() else {
+                continue;
+            };
+            let drops = &mut self.worker.drops;
+            drops.add(
+                DropReason::KernelNoFrame,
+                now.no_frame.saturating_sub(last.no_frame),
+            );
+            drops.add(
+                DropReason::KernelRxRingFull,
+                now.rx_ring_full.saturating_sub(last.rx_ring_full),
+            );
+            drops.add(
+                DropReason::KernelInvalidDescriptor,
+                now.invalid.saturating_sub(last.invalid),
+            );
+            *last = now;
+        }
     }
 
     /// Why the loop stopped or must stop: a port that broke (`None` while all is well).
@@ -241,6 +282,8 @@ impl<P: Port> Runner<P> {
                 Poll::Busy | Poll::Wait => {}
             }
         }
+        // The last second's device drops, so the summary has them all.
+        self.read_device_drops();
         let fault = self.fault.take();
         let (worker, ports) = self.into_parts();
         (worker, ports, fault)

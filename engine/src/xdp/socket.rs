@@ -158,6 +158,26 @@ impl Socket {
         classify(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }
 
+    /// The kernel's counts for this socket (`XDP_STATISTICS`): frames it dropped, descriptors
+    /// it refused. `None` if the kernel does not say.
+    pub fn statistics(&self) -> Option<libc::xdp_statistics> {
+        // SAFETY: all-zero is a valid `xdp_statistics` (plain integers).
+        let mut stats: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: the kernel writes at most `len` bytes into `stats`, which is that large and
+        // exclusively borrowed for the call.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd,
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&raw mut stats).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(stats)
+    }
+
     /// Wakes the kernel to receive into the fill ring's frames (`need_wakeup`).
     pub fn wake_rx(&self) -> Kick {
         // SAFETY: a zero-length receive on our socket: no buffer is written.

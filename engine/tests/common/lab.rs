@@ -104,6 +104,11 @@ impl Lab {
         lab
     }
 
+    /// Runs fulcrumd with another profile from now on (a variant of the lab's).
+    pub fn use_profile(&mut self, profile: &std::path::Path) {
+        self.profile = profile.to_owned();
+    }
+
     /// The running fulcrumd's PID (`ip netns exec` execs it in place).
     pub fn daemon_pid(&self) -> Option<u32> {
         self.daemon.as_ref().map(|c| c.id())
