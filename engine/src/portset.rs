@@ -26,7 +26,14 @@ impl Programs {
                 continue;
             }
             let attach = match p.xdp_mode {
-                XdpMode::Skb => Attach::Generic,
+                XdpMode::Skb => {
+                    eprintln!(
+                        "fulcrumd: {}: xdp_mode = \"skb\" (generic XDP) runs after GRO and sees a local sender's TSO segments whole; frames longer than a UMEM frame are dropped by the kernel (counted as \"kernel: no frame to receive into, or too long\"). Use \"native\" where the driver has XDP ({} here).",
+                        p.ifname,
+                        crate::nic::driver_of(&p.ifname)
+                    );
+                    Attach::Generic
+                }
                 XdpMode::Native => Attach::Driver,
             };
             let program = Program::attach(&p.ifname, attach)
