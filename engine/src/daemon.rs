@@ -123,6 +123,7 @@ pub fn run(
         .iter()
         .map(|p| lock_port(&p.ifname))
         .collect::<Result<Vec<_>, _>>()?;
+    check_every_queue_served(profile)?;
     let services = profile.max_services as usize;
     let workers = profile.cores.workers.len();
     let (counters, writers) = Counters::new(workers, services);
@@ -375,6 +376,28 @@ pub fn run(
         }
     }
     Ok(summary)
+}
+
+/// The XDP program sends a queue's frames to the engine only if a worker's socket serves
+/// that queue; frames the NIC spreads to other queues would reach the kernel instead, and
+/// their connections fail. So every receive queue of a port must be the profile's.
+fn check_every_queue_served(profile: &HwProfile) -> Result<(), EngineError> {
+    for p in &profile.ports {
+        let Some(queues) = nic::rx_queues(&p.ifname) else {
+            continue;
+        };
+        let unserved: Vec<u32> = (0..queues).filter(|q| !p.queues.contains(q)).collect();
+        if !unserved.is_empty() {
+            return Err(EngineError::Profile(format!(
+                "port {} has {queues} receive queues and the profile serves {:?}: frames the NIC puts on {unserved:?} would miss the engine; list every queue in `queues` (with workers for them), or lower the NIC's queues (ethtool -L {} combined {})",
+                p.ifname,
+                p.queues,
+                p.ifname,
+                p.queues.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// RSS-aware steering when the profile allows it and every port's NIC hashes TCP and UDP

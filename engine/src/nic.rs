@@ -32,6 +32,17 @@ pub fn may_carry_partial_checksums(ifname: &str) -> bool {
     }
 }
 
+/// How many receive queues `ifname` has now (`/sys/class/net/IF/queues/rx-N`; `ethtool -L`
+/// changes it), or `None` if sysfs does not say.
+pub fn rx_queues(ifname: &str) -> Option<u32> {
+    let dir = std::fs::read_dir(format!("/sys/class/net/{ifname}/queues")).ok()?;
+    let n = dir
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+        .count();
+    u32::try_from(n).ok()
+}
+
 /// The name of the driver behind `ifname` (`veth`, `ixgbe`, …), for messages.
 pub fn driver_of(ifname: &str) -> String {
     let link = std::fs::read_link(format!("/sys/class/net/{ifname}/device/driver"));

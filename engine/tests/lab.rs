@@ -1642,3 +1642,34 @@ fn generic_xdp_counts_the_aggregates_the_kernel_drops() {
         .unwrap_or(0);
     assert!(dropped > 0, "{summary}");
 }
+
+#[test]
+fn a_profile_that_leaves_receive_queues_unserved_is_refused() {
+    // A two-queue veth and the one-queue profile: frames the sender puts on queue 1 would go
+    // to the kernel, not the engine, so the daemon refuses to start and says what to do.
+    let lab = Lab::up_two_queues("unq", 1);
+    let conf = lab.dir.join("ns.conf");
+    std::fs::write(&conf, "add ns ip 198.18.0.2 255.255.255.0\n").unwrap();
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("lb"),
+            env!("CARGO_BIN_EXE_fulcrumd"),
+        ])
+        .arg("--profile")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"))
+        .arg("--config")
+        .arg(&conf)
+        .arg("--socket")
+        .arg(lab.dir.join("unq.sock"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("fl-lb0 has 2 receive queues") && err.contains("[1]"),
+        "{err}"
+    );
+    assert!(err.contains("ethtool -L fl-lb0 combined 1"), "{err}");
+}
