@@ -42,6 +42,8 @@ guard() {
   # From the root namespace, 198.18/15 addresses that are not local would be routed out of the
   # machine; this route keeps them in (connected routes of the lab are more specific).
   ip route show | grep -q '^unreachable 198.18.0.0/15' || ip route add unreachable 198.18.0.0/15
+  # The same for the IPv6 documentation range the lab's IPv6 addresses come from.
+  ip -6 route show | grep -q '^unreachable 2001:db8::/32' || ip -6 route add unreachable 2001:db8::/32
 }
 
 link() { # link NS1 IF1 NS2 IF2 [QUEUES]
@@ -222,6 +224,7 @@ down() {
   # The last lab out removes the guard route `up` added (others may still rely on it).
   if ! ip netns list | awk '{print $1}' | grep -q '^fl-'; then
     ip route del unreachable 198.18.0.0/15 2>/dev/null || true
+    ip -6 route del unreachable 2001:db8::/32 2>/dev/null || true
   fi
 }
 

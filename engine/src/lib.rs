@@ -27,8 +27,8 @@
 //!   engine, the rest to the kernel); [`xsk`] — the AF_XDP [`worker::Port`]; [`portset`] —
 //!   the programs of the profile's devices and each worker's ports; [`nic`] — MAC, partial
 //!   checksums, RSS read through ethtool.
-//! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`clock`] (the one clock, passed
-//!   down), [`error`] (the one error type).
+//! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
+//!   [`clock`] (the one clock, passed down), [`error`] (the one error type).
 //!
 //! ## Layering (what may depend on what)
 //! * The data path — `wire`, `flow`, `nat`, `neigh`, `rss`, `verdict`, `lb`, `counters`,

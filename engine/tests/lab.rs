@@ -1521,6 +1521,44 @@ fn a_management_address_on_the_engines_port_keeps_working() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(answer, "management-plane");
+    // IPv6 is the kernel's too (the engine has no IPv6 data path): neighbour discovery and
+    // echo reach fl-lb0's own IPv6 address.
+    ip(&[
+        "-n",
+        &lb,
+        "addr",
+        "add",
+        "2001:db8::3/64",
+        "dev",
+        "fl-lb0",
+        "nodad",
+    ]);
+    ip(&[
+        "-n",
+        &lab.ns("cli"),
+        "addr",
+        "add",
+        "2001:db8::50/64",
+        "dev",
+        "eth0",
+        "nodad",
+    ]);
+    let ping6 = lab.client(&[
+        "ping",
+        "-6",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        "2001:db8::3",
+    ]);
+    assert!(
+        ping6.status.success(),
+        "ping -6: {}",
+        String::from_utf8_lossy(&ping6.stdout)
+    );
     // The engine's addresses are still the engine's.
     assert_eq!(lab.curl_new_connections(80, "/", 3), ["backend-1"; 3]);
     // A VIP added at run time is steered to the engine as soon as the command returns.
