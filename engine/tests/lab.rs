@@ -1711,3 +1711,34 @@ fn a_profile_that_leaves_receive_queues_unserved_is_refused() {
     );
     assert!(err.contains("ethtool -L fl-lb0 combined 1"), "{err}");
 }
+
+#[test]
+fn a_daemon_killed_without_cleanup_starts_again_on_the_same_port() {
+    // SIGKILL: nothing detaches the XDP program nor removes the control socket. A supervisor's
+    // restart must find the port usable (the program is recognised as fulcrumd's and
+    // replaced; a foreign one still refuses, see a_second_daemon_on_the_same_port_fails_clearly).
+    let mut lab = Lab::up("kill", 1);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0\nadd service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP {VIP} 80\nbind lb vserver web s1\n"
+    );
+    lab.start(&conf, 80);
+    let pid = lab.daemon_pid().expect("running");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = lab.stop(); // reaps it
+    let link = std::process::Command::new("ip")
+        .args(["-n", &lab.ns("lb"), "link", "show", "fl-lb0"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&link.stdout).contains("xdp"),
+        "the killed daemon's program stays attached"
+    );
+    lab.start(&conf, 80);
+    assert_eq!(lab.curl_new_connections(80, "/", 3), ["backend-1"; 3]);
+    let summary = lab.stop();
+    assert!(summary.contains("replacing the XDP program"), "{summary}");
+}

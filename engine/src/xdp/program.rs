@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,9 +15,14 @@ use libbpf_sys::{
     bpf_object__find_map_fd_by_name, bpf_object__find_program_by_name, bpf_object__load,
     bpf_object__open_mem, bpf_program__fd, bpf_set_link_xdp_fd, libbpf_get_error,
 };
+use libbpf_sys::{
+    bpf_get_link_xdp_id, bpf_obj_get_info_by_fd, bpf_prog_get_fd_by_id, bpf_prog_info,
+};
 
 /// The object clang built from `bpf/steer.c`.
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/steer.o"));
+/// The program's name in `steer.c` (the kernel keeps its first 15 bytes).
+const PROGRAM_NAME: &std::ffi::CStr = c"fulcrum_steer";
 /// As in `steer.c`.
 pub const MAX_QUEUES: u32 = 256;
 pub const MAX_OWNED: usize = 4096;
@@ -149,7 +154,7 @@ impl Program {
         };
         program.xsks = find("fulcrum_xsks")?;
         program.owned_map = find("fulcrum_owned")?;
-        let name = c"fulcrum_steer";
+        let name = PROGRAM_NAME;
         // SAFETY: a loaded object and a NUL-terminated name.
         let prog = unsafe { bpf_object__find_program_by_name(object, name.as_ptr()) };
         if prog.is_null() {
@@ -161,9 +166,19 @@ impl Program {
         // SAFETY: `prog` belongs to the loaded object.
         let fd = unsafe { bpf_program__fd(prog) };
         // SAFETY: a netlink request naming our device and program fd; no memory is shared.
-        let rc = unsafe {
+        let mut rc = unsafe {
             bpf_set_link_xdp_fd(ifindex, fd, attach.flags() | XDP_FLAGS_UPDATE_IF_NOEXIST)
         };
+        if (rc == -libc::EBUSY || rc == -libc::EEXIST) && attached_is_ours(ifindex, attach) {
+            // A fulcrumd that was killed left its program behind (nothing detaches a netlink
+            // attachment when its process dies); the caller holds the port's lock, so no
+            // other fulcrumd uses it: replace it.
+            eprintln!(
+                "fulcrumd: {ifname}: replacing the XDP program a previous fulcrumd left attached"
+            );
+            // SAFETY: as above; without UPDATE_IF_NOEXIST the kernel swaps the programs.
+            rc = unsafe { bpf_set_link_xdp_fd(ifindex, fd, attach.flags()) };
+        }
         if rc != 0 {
             return Err(fail("cannot attach the XDP program", rc.into()));
         }
@@ -276,6 +291,37 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// Whether the XDP program attached to `ifindex` in `attach` mode is the engine's (by name).
+fn attached_is_ours(ifindex: i32, attach: Attach) -> bool {
+    let mut id = 0u32;
+    // SAFETY: a netlink query writing one u32 into `id`, which outlives the call.
+    if unsafe { bpf_get_link_xdp_id(ifindex, &mut id, attach.flags()) } != 0 || id == 0 {
+        return false;
+    }
+    // SAFETY: asks the kernel for a descriptor of program `id`; no memory is passed.
+    let fd = unsafe { bpf_prog_get_fd_by_id(id) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` is the descriptor just returned, owned here and closed when this drops.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: all-zero is a valid `bpf_prog_info` (integers and arrays).
+    let mut info: bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<bpf_prog_info>() as u32;
+    // SAFETY: the kernel writes at most `len` bytes into `info`, exclusively borrowed here.
+    let rc = unsafe { bpf_obj_get_info_by_fd(fd.as_raw_fd(), (&raw mut info).cast(), &mut len) };
+    if rc != 0 {
+        return false;
+    }
+    let name: Vec<u8> = info
+        .name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    name == PROGRAM_NAME.to_bytes()
 }
 
 impl Drop for Program {
