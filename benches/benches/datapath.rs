@@ -208,6 +208,49 @@ fn bench(c: &mut Criterion) {
         });
     }
 
+    // Established flows in a big table: 50,000 open flows in a table sized for a million (as
+    // the lab profile's), each burst 64 frames of flows picked at random, so the flow table's
+    // index and slots are mostly out of cache, as on a loaded appliance.
+    {
+        let mut w = worker(1 << 20);
+        let flows = 50_000u16;
+        for p in 0..flows {
+            assert!(matches!(
+                w.process(1, 0, &mut segment(1024 + p, true, b"")),
+                Verdict::Tx { .. }
+            ));
+        }
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let bursts: Vec<Vec<Vec<u8>>> = (0..256)
+            .map(|_| {
+                (0..BURST)
+                    .map(|_| {
+                        r = r
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        segment(
+                            1024 + ((r >> 33) % u64::from(flows)) as u16,
+                            false,
+                            &[0x41; 74],
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut burst = bursts[0].clone();
+        let mut next = 0;
+        g.bench_function("established-128B-50k-flows-out-of-cache", |b| {
+            b.iter(|| {
+                next = (next + 1) % bursts.len();
+                for (frame, original) in burst.iter_mut().zip(&bursts[next]) {
+                    frame.copy_from_slice(original);
+                }
+                let mut verdicts = [Verdict::Consumed; BURST];
+                std::hint::black_box(w.process_burst(2, 0, &mut burst, &mut verdicts));
+            })
+        });
+    }
+
     // New flows: each SYN is a selection, a flow insert and a NAT port.
     let mut port = 0u16;
     g.bench_function("new-flow-syn", |b| {

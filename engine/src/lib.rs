@@ -39,8 +39,9 @@
 //!   through its views and helpers.
 //! * `wire` depends on `verdict` only; `worker` on everything of the data path; `xsk`
 //!   implements `worker::Port` over `xdp`, and only `daemon` and `portset` use them.
-//!   `unsafe` lives in `xdp` (rings, UMEM, libbpf), `xsk`'s neighbours `nic` (ethtool) and
-//!   `worker::waker` (eventfd, poll), each block behind a safe API.
+//!   `unsafe` lives in `xdp` (rings, UMEM, libbpf), `xsk`'s neighbours `nic` (ethtool),
+//!   `worker::waker` (eventfd, poll) and `flow` (cache prefetches, huge-page advice for the
+//!   table), each block behind a safe API.
 //! * Nothing below `daemon` reads a clock: time comes in as numbers from [`clock::Clock`].
 //! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
 //!   on both.

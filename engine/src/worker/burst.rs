@@ -88,7 +88,10 @@ impl Worker {
                                     TransportChecksum::Bad => {
                                         Stage::Done(Verdict::Drop(DropReason::BadChecksum))
                                     }
-                                    _ => Stage::Lookup(snip),
+                                    _ => {
+                                        self.flows.prefetch(&flow_key(&ips[i]));
+                                        Stage::Lookup(snip)
+                                    }
                                 }
                             }
                         },
@@ -113,6 +116,7 @@ impl Worker {
                         if ip.tcp.fin || ip.tcp.rst {
                             self.track(slot, side, ip.tcp);
                         }
+                        self.flows.prefetch_flow(slot);
                         Stage::Forward(slot, side)
                     }
                     // Replies to the SNIP that match no flow are the monitor core's (SPEC §1);
