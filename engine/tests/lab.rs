@@ -1382,6 +1382,7 @@ fn an_idle_daemon_with_poll_wait_costs_under_five_percent_of_a_core() {
 #[test]
 fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
     let mut lab = Lab::up("wrap", 3);
+    lab.use_release_build();
     lab.start(&config("ROUNDROBIN"), 80);
     let mut rates = Vec::new();
     let mut total = 0u64;
@@ -1447,11 +1448,13 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
     );
     // Once every tuple toward a backend is in its TIME_WAIT (about 55,000 each, after the
     // first runs), each SYN replaces one there: the timestamp shift makes the backends accept
-    // it (without it the rate fell to a sixth).
-    let (first, last) = (rates[0], rates[rates.len() - 1]);
+    // it (without it the rate fell to a sixth). Two runs at each end, as one 10 s run on this
+    // shared machine can be 10 % off on its own.
+    eprintln!("connections per 10 s: {rates:?}");
+    let (first, last) = (rates[0] + rates[1], rates[4] + rates[5]);
     assert!(
         last * 10 >= first * 9,
-        "the last 10 s keep 90 % of the first: {rates:?}"
+        "the last 20 s keep 90 % of the first 20 s: {rates:?}"
     );
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert!(!stat.contains("NAT ports exhausted"), "{stat}");

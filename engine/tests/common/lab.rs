@@ -25,6 +25,8 @@ pub struct Lab {
     /// Where clients connect: the one-arm VIP, or the two-arm client-side VIP.
     pub vip: &'static str,
     profile: PathBuf,
+    /// The fulcrumd binary `start` runs (this build's, unless a test asks for release).
+    daemon_bin: PathBuf,
     daemon: Option<Child>,
     /// Backends restarted by a test: reaped at teardown.
     restarted: std::cell::RefCell<Vec<Child>>,
@@ -89,6 +91,7 @@ impl Lab {
                 (false, 1) => "lab-veth",
                 (false, _) => "lab-veth-mq",
             }),
+            daemon_bin: PathBuf::from(env!("CARGO_BIN_EXE_fulcrumd")),
             daemon: None,
             restarted: std::cell::RefCell::new(Vec::new()),
             _serial: serial,
@@ -102,6 +105,29 @@ impl Lab {
             &queues.to_string(),
         ]));
         lab
+    }
+
+    /// Runs the release build of fulcrumd from now on (built here if stale), for a test
+    /// whose figure is a rate: a debug build is slower than the clients and servers it
+    /// balances, and what it measures would be its own speed.
+    pub fn use_release_build(&mut self) {
+        let exe = std::env::current_exe().unwrap();
+        // <target>/<profile>/deps/<test>: the target directory is three levels up.
+        let target = exe.ancestors().nth(3).unwrap().to_owned();
+        run(Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "-q",
+                "-p",
+                "engine",
+                "--bin",
+                "fulcrumd",
+            ])
+            .arg("--target-dir")
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR")));
+        self.daemon_bin = target.join("release/fulcrumd");
     }
 
     /// Runs fulcrumd with another profile from now on (a variant of the lab's).
@@ -138,13 +164,9 @@ impl Lab {
         let conf = self.dir.join("ns.conf");
         std::fs::write(&conf, config).unwrap();
         let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.ns("lb"),
-                env!("CARGO_BIN_EXE_fulcrumd"),
-                "--profile",
-            ])
+            .args(["netns", "exec", &self.ns("lb")])
+            .arg(&self.daemon_bin)
+            .arg("--profile")
             .arg(&self.profile)
             .arg("--config")
             .arg(&conf)
