@@ -138,18 +138,23 @@ fn replay(config: &Path, pcap: &Path, out: &Path) -> ExitCode {
     }
 }
 
+/// The hardware profile, or the exit code after saying why it does not load.
+fn load_profile(path: &Path) -> Result<HwProfile, ExitCode> {
+    HwProfile::load(path).map_err(|e| {
+        eprintln!("fulcrumd: {e}");
+        ExitCode::FAILURE
+    })
+}
+
 /// `l2fwd`: the I/O floor on the profile's first port.
 fn l2fwd(profile: Option<&Path>, address: std::net::Ipv4Addr) -> ExitCode {
     let Some(profile) = profile else {
         eprintln!("fulcrumd: l2fwd needs --profile FILE");
         return ExitCode::from(2);
     };
-    let profile = match HwProfile::load(profile) {
+    let profile = match load_profile(profile) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("fulcrumd: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -187,12 +192,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let profile = match HwProfile::load(profile) {
+    let profile = match load_profile(profile) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("fulcrumd: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let signals = engine::daemon::Signals::default();
     for (signal, flag) in [

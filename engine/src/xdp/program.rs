@@ -230,22 +230,14 @@ impl Program {
         let mut owned = self.owned.lock().unwrap_or_else(|e| e.into_inner());
         let mut added = Vec::new();
         for &(key, kind) in wanted.difference(&owned) {
-            let value = kind as u8;
-            // SAFETY: key and value are live values of the map's sizes.
-            let rc = unsafe {
-                bpf_map_update_elem(
-                    self.owned_map,
-                    (&raw const key).cast(),
-                    (&raw const value).cast(),
-                    BPF_ANY.into(),
-                )
-            };
+            let rc = self.insert(key, kind);
             if rc != 0 {
                 for &(key, _) in &added {
                     self.remove(key);
                 }
                 for &(key, kind) in owned.iter() {
-                    self.insert(key, kind);
+                    // Restoring what the map held a moment ago cannot run out of room.
+                    let _ = self.insert(key, kind);
                 }
                 return Err(fail("cannot update the XDP program's addresses", rc.into()));
             }
@@ -260,7 +252,8 @@ impl Program {
         Ok(())
     }
 
-    fn insert(&self, key: u32, kind: Owned) {
+    /// Puts `key` in the owned map; the libbpf return code (0: done).
+    fn insert(&self, key: u32, kind: Owned) -> i32 {
         let value = kind as u8;
         // SAFETY: key and value are live values of the map's sizes.
         unsafe {
@@ -270,7 +263,7 @@ impl Program {
                 (&raw const value).cast(),
                 BPF_ANY.into(),
             )
-        };
+        }
     }
 
     fn remove(&self, key: u32) {
