@@ -16,9 +16,24 @@ pub(super) enum Pick {
     MissingSample,
 }
 
-/// `L / weight` per member, or `None` when `L` does not fit in 63 bits (then every product
-/// `N × L / weight` of a 64-bit `N` still fits below bit 127, which holds the tier).
-pub(super) fn scales(members: &[Member]) -> Option<Box<[u64]>> {
+/// `L / weight` per member, and the largest `N` whose rank fits in 63 bits for every member.
+#[derive(Clone, Debug)]
+pub(super) struct Scales {
+    per_member: Box<[u64]>,
+    /// `N ≤ limit` ⇒ `N × scale < 2^63` for every scale: one compare per member instead of a
+    /// widening multiply.
+    limit: u64,
+}
+
+impl Scales {
+    #[cfg(test)]
+    fn per_member(&self) -> &[u64] {
+        &self.per_member
+    }
+}
+
+/// The pool's [`Scales`], or `None` when `L` does not fit in 63 bits.
+pub(super) fn scales(members: &[Member]) -> Option<Scales> {
     fn gcd(a: u64, b: u64) -> u64 {
         if b == 0 { a } else { gcd(b, a % b) }
     }
@@ -29,7 +44,12 @@ pub(super) fn scales(members: &[Member]) -> Option<Box<[u64]>> {
             .checked_mul(w)
             .filter(|l| *l < 1 << 63)?;
     }
-    Some(members.iter().map(|m| lcm / u64::from(m.weight)).collect())
+    let per_member: Box<[u64]> = members.iter().map(|m| lcm / u64::from(m.weight)).collect();
+    let largest = per_member.iter().copied().max().unwrap_or(1).max(1);
+    Some(Scales {
+        limit: (TIER_BIT - 1) / largest,
+        per_member,
+    })
 }
 
 /// What a least-X method reads for one member: skip it, no sample yet, or `(tier, N)`.
@@ -56,7 +76,7 @@ impl From<Sample> for Metric {
 /// always wins (CUSTOMLOAD's idle services), then the smaller `N / weight`.
 pub(super) fn select(
     members: &[Member],
-    scales: Option<&[u64]>,
+    scales: Option<&Scales>,
     last: Option<usize>,
     mut metric: impl FnMut(ServiceId) -> Metric,
 ) -> Pick {
@@ -67,14 +87,16 @@ pub(super) fn select(
     let (head, tail) = members.split_at(start);
     let (complete, index) = match scales {
         Some(scales) => {
-            let (scale_head, scale_tail) = scales.split_at(start.min(scales.len()));
+            let limit = scales.limit;
+            let per_member = &scales.per_member[..];
+            let (scale_head, scale_tail) = per_member.split_at(start.min(per_member.len()));
             let mut best = Ranked {
                 index: usize::MAX,
                 rank: u64::MAX,
             };
-            let mut scan = scan_ranked(tail, scale_tail, start, &mut metric, &mut best);
+            let mut scan = scan_ranked(tail, scale_tail, start, limit, &mut metric, &mut best);
             if scan == Scan::Complete {
-                scan = scan_ranked(head, scale_head, 0, &mut metric, &mut best);
+                scan = scan_ranked(head, scale_head, 0, limit, &mut metric, &mut best);
             }
             match scan {
                 Scan::Complete => (true, best.index),
@@ -136,6 +158,7 @@ fn scan_ranked(
     members: &[Member],
     scales: &[u64],
     offset: usize,
+    limit: u64,
     metric: &mut impl FnMut(ServiceId) -> Metric,
     best: &mut Ranked,
 ) -> Scan {
@@ -145,9 +168,10 @@ fn scan_ranked(
             Metric::Missing => return Scan::Missing,
             Metric::Value(tier, value) => (tier, value),
         };
-        let Some(scaled) = value.checked_mul(scale).filter(|r| *r < TIER_BIT) else {
+        if value > limit {
             return Scan::Overflow;
-        };
+        }
+        let scaled = value * scale;
         let rank = if tier > 0 { TIER_BIT | scaled } else { scaled };
         // Strictly smaller only: an equal rank met later loses the tie. Selects, not a
         // branch: which member wins is data, not something to predict.
@@ -213,8 +237,11 @@ mod tests {
 
     #[test]
     fn scales_are_lcm_over_weight() {
-        assert_eq!(scales(&members(&[2, 3, 4])).unwrap().as_ref(), &[6, 4, 3]);
-        assert_eq!(scales(&members(&[1, 1])).unwrap().as_ref(), &[1, 1]);
+        assert_eq!(
+            scales(&members(&[2, 3, 4])).unwrap().per_member(),
+            &[6, 4, 3]
+        );
+        assert_eq!(scales(&members(&[1, 1])).unwrap().per_member(), &[1, 1]);
         let all: Vec<u32> = (1..=100).collect();
         assert!(
             scales(&members(&all)).is_none(),
@@ -267,7 +294,7 @@ mod tests {
                     Metric::Skip
                 }
             };
-            let a = select(&m, scales(&m).as_deref(), last, metric);
+            let a = select(&m, scales(&m).as_ref(), last, metric);
             let b = select(&m, None, last, metric);
             let idx = |p: Pick| match p {
                 Pick::Chosen(i) => Some(i),

@@ -101,7 +101,7 @@ pub struct Pool {
     members: Box<[Member]>,
     equal_weights: bool,
     /// `L / weight` per member for exact ranking without cross-multiplying (see `least`).
-    scales: Option<Box<[u64]>>,
+    scales: Option<least::Scales>,
     /// Applied to IPv4 addresses before hashing (`-netmask`).
     hash_mask: u32,
 }
@@ -234,7 +234,7 @@ impl Pool {
         state: &PoolState,
         metric: impl FnMut(ServiceId) -> Metric,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, self.scales.as_deref(), state.last, metric) {
+        match least::select(&self.members, self.scales.as_ref(), state.last, metric) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate | least::Pick::MissingSample => None,
         }
@@ -247,7 +247,7 @@ impl Pool {
         reason: RoundRobinReason,
         metric: impl FnMut(ServiceId) -> Metric,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, self.scales.as_deref(), state.last, metric) {
+        match least::select(&self.members, self.scales.as_ref(), state.last, metric) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate => None,
             least::Pick::MissingSample => Some((
