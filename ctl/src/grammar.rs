@@ -378,11 +378,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!(Stat ServiceGroup, SHOW_NAME, OUTPUT, "Service group statistics",
         |a| Ok(Command::Stat { object: Object::ServiceGroup, name: a.pos_opt(0)?, format: output(a)? })),
     // lb vserver
-    cmd!(Add LbVserver, &[req::<Name>("name"), req::<crate::conf::model::ServiceType>("serviceType"), opt::<std::net::IpAddr>("IPAddress"), opt::<crate::value::Port>("port")],
+    cmd!(Add LbVserver, &[req::<Name>("name"), req::<crate::conf::model::ServiceType>("serviceType"), opt::<std::net::IpAddr>("IPAddress"), opt::<crate::value::VserverPort>("port")],
     &[VserverSettings::OPTIONS], "Add a load-balancing virtual server",
     |a| {
-        let vip = match (a.pos_opt(2)?, a.pos_opt(3)?) {
-            (Some(ip), Some(port)) => Some((ip, port)),
+        let vip = match (a.pos_opt::<std::net::IpAddr>(2)?, a.pos_opt::<crate::value::VserverPort>(3)?) {
+            (Some(ip), Some(crate::value::VserverPort(Some(port)))) => Some((ip, port)),
+            // `0.0.0.0 0`: how `save` writes a vserver without an address.
+            (Some(ip), Some(crate::value::VserverPort(None))) if ip.is_unspecified() => None,
+            (Some(_), Some(crate::value::VserverPort(None))) => {
+                return Err(CliError::arg_value(ErrorKind::ValueOutOfRange, "port", "0"));
+            }
             (None, None) => None,
             (Some(_), None) => return Err(missing("port")),
             (None, Some(_)) => return Err(missing("IPAddress")),
@@ -611,8 +616,11 @@ fn split_args(spec: &'static CommandSpec, rest: &[Token]) -> Result<Args> {
             continue;
         }
         let name = &tok.text[1..];
-        let opt = match_keyword(name, spec.all_options().map(|o| (o.name, o)))
-            .ok_or_else(|| CliError::arg(ErrorKind::NoSuchArgument, tok.text.clone()))?;
+        let opt =
+            match_keyword(name, spec.all_options().map(|o| (o.name, o))).ok_or_else(|| {
+                crate::absent::option(name)
+                    .unwrap_or_else(|| CliError::arg(ErrorKind::NoSuchArgument, tok.text.clone()))
+            })?;
         if options.iter().any(|(o, _)| o.name == opt.name) {
             return Err(CliError::arg(
                 ErrorKind::DuplicateArgument,

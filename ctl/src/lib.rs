@@ -6,12 +6,14 @@
 //! * [`lex`] — tokens, quoting, `[a-b]` range expansion.
 //! * [`value`] — typed argument values (ranges, keywords, durations with units, addresses).
 //! * [`settings`](mod@settings) — option sets declared once (defaults, names, help, parse, write back).
+//! * [`absent`] — the features refused on purpose, and the reason given.
 //! * [`grammar`] — the command table; parsing into [`command::Command`], `help`, completion.
 //! * [`conf`] — the configuration model, validation on apply, ns.conf save and replay.
 //! * [`render`] — `show` and `stat` in NetScaler's layouts, and as JSON.
 //! * [`proto`] — the line protocol between `fulcrumctl` and `fulcrumd`.
 #![forbid(unsafe_code)]
 
+pub mod absent;
 pub mod command;
 pub mod conf;
 pub mod error;

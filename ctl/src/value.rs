@@ -106,8 +106,8 @@ macro_rules! keywords {
             fn parse(arg: &str, tokens: &[$crate::lex::Token]) -> $crate::error::Result<Self> {
                 let word = $crate::value::single_token(arg, tokens)?;
                 $crate::value::match_keyword(word, Self::ALL.iter().map(|k| (k.keyword(), *k)))
-                    .ok_or_else(|| $crate::error::CliError::arg_value(
-                        $crate::error::ErrorKind::InvalidArgumentValue, arg, word))
+                    .ok_or_else(|| $crate::absent::value(arg, word).unwrap_or_else(|| $crate::error::CliError::arg_value(
+                        $crate::error::ErrorKind::InvalidArgumentValue, arg, word)))
             }
             fn render(&self, out: &mut String) {
                 out.push_str(self.keyword());
@@ -127,6 +127,52 @@ keywords! {
 
 keywords! {
     pub enum EnabledDisabled { Enabled = "ENABLED", Disabled = "DISABLED" }
+}
+
+keywords! {
+    pub enum OnOff { On = "ON", Off = "OFF" }
+}
+
+/// `-cip ENABLED [<header>] | DISABLED`: insert the client's address in an HTTP header.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientIpHeader {
+    pub state: EnabledDisabled,
+    pub header: Option<String>,
+}
+
+impl ClientIpHeader {
+    pub const DISABLED: Self = Self {
+        state: EnabledDisabled::Disabled,
+        header: None,
+    };
+}
+
+impl ArgValue for ClientIpHeader {
+    const ARITY: Arity = Arity::Many;
+    fn help() -> String {
+        "( ENABLED [<cipHeader>] | DISABLED )".into()
+    }
+    fn parse(arg: &str, tokens: &[Token]) -> Result<Self> {
+        let (state, header) = match tokens {
+            [s] => (s, None),
+            [s, h] => (s, Some(h.text.clone())),
+            [] => return Err(CliError::arg(ErrorKind::RequiredArgumentMissing, arg)),
+            [_, _, extra, ..] => {
+                return Err(CliError::arg(ErrorKind::NoSuchArgument, extra.text.clone()));
+            }
+        };
+        Ok(Self {
+            state: EnabledDisabled::parse(arg, std::slice::from_ref(state))?,
+            header,
+        })
+    }
+    fn render(&self, out: &mut String) {
+        self.state.render(out);
+        if let Some(h) = &self.header {
+            out.push(' ');
+            quote(h, out);
+        }
+    }
 }
 
 impl YesNo {
@@ -335,6 +381,29 @@ impl ArgValue for Port {
     }
     fn render(&self, out: &mut String) {
         out.push_str(&self.to_string());
+    }
+}
+
+/// The port of `add lb vserver`: a port, `*`, or the `0` NetScaler saves for a
+/// non-addressable vserver (`0.0.0.0 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VserverPort(pub Option<Port>);
+
+impl ArgValue for VserverPort {
+    fn help() -> String {
+        Port::help()
+    }
+    fn parse(arg: &str, tokens: &[Token]) -> Result<Self> {
+        if single(arg, tokens)? == "0" {
+            return Ok(Self(None));
+        }
+        Port::parse(arg, tokens).map(|p| Self(Some(p)))
+    }
+    fn render(&self, out: &mut String) {
+        match self.0 {
+            Some(p) => p.render(out),
+            None => out.push('0'),
+        }
     }
 }
 

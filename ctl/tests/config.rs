@@ -99,7 +99,7 @@ fn bad_commands_are_rejected_in_netscaler_form_and_change_nothing() {
         ),
         (
             "add service svc3 web1 SSL 443",
-            "ERROR: Service type not supported by an L4 engine (use HTTP, TCP, UDP, SSL_BRIDGE, DNS or ANY) [serviceType, SSL]",
+            "ERROR: SSL is an L7 service type (it needs a proxy); Fulcrum balances at L4 [serviceType, SSL]",
         ),
         (
             "add lb vserver vs1 HTTP 198.19.0.10 81",
@@ -111,7 +111,7 @@ fn bad_commands_are_rejected_in_netscaler_form_and_change_nothing() {
         ),
         (
             "set lb vserver vs1 -lbMethod URLHASH",
-            "ERROR: Invalid argument value [lbMethod, URLHASH]",
+            "ERROR: URLHASH is an L7 load-balancing method; Fulcrum balances at L4 [lbMethod, URLHASH]",
         ),
         (
             "set lb vserver vs1 -lbMethod LEAST",
@@ -503,6 +503,22 @@ mod round_trip {
             (0..3u8, 11..15u8).prop_map(|(g, ip)| format!("disable serviceGroup sg{g} 198.18.0.{ip} 80")),
             (0..3u8).prop_map(|g| format!("set serviceGroup sg{g} -maxClient 9 -downStateFlush DISABLED")),
             (0..3u8, 0..3u8).prop_map(|(a, b)| format!("rename serviceGroup sg{a} sg{b}")),
+            // What `save` on a NetScaler writes on every service and group line.
+            (0..6u8, any::<bool>(), any::<bool>(), any::<u32>(), text()).prop_map(|(i, on, sg, devno, hdr)| {
+                let yn = if on { "YES" } else { "NO" };
+                let cip = if on { format!("ENABLED {hdr}") } else { "DISABLED".into() };
+                let what = if sg { format!("serviceGroup sg{}", i % 3) } else { format!("service svc{i}") };
+                format!("set {what} -gslb NONE -cip {cip} -usip NO -useproxyport {yn} -sp {} -CKA {yn} -TCPB {yn} -CMP {yn} -devno {devno}", if on { "ON" } else { "OFF" })
+            }),
+            (0..4u8, 0..100u32, any::<u32>()).prop_map(|(i, d, n)| format!("set lb monitor mon{i} TCP-ECV -deviation {d} MSEC -devno {n}")),
+            (0..4u8, any::<bool>()).prop_map(|(i, v)| {
+                let ed = if v { "ENABLED" } else { "DISABLED" };
+                format!("add ns ip 198.18.{i}.250 255.255.255.0 -vServer {ed} -mgmtAccess {ed} -snmp {ed} -gui SECUREONLY -hostRoute {ed} -hostRtGw 198.18.{i}.1")
+            }),
+            (0..3u8, any::<u32>()).prop_map(|(i, n)| format!("set lb vserver vs{i} -RHIstate ACTIVE -backupLBMethod LEASTCONNECTION -devno {n}")),
+            (0..3u8).prop_map(|i| format!("add lb vserver nonaddr{i} TCP 0.0.0.0 0")),
+            (0..1_000_000u32, any::<bool>()).prop_map(|(n, v)| format!("set lb parameter -sessionsThreshold {n} -preferDirectRoute {} -retainServiceState ON -dbsTtl {n} -lbHashFingers 100", if v { "YES" } else { "NO" })),
+            (0..4u8, any::<u32>()).prop_map(|(i, n)| format!("add server srv{i} 198.18.1.{i} -devno {n}")),
             (0..3u8).prop_map(|g| format!("rm serviceGroup sg{g}")),
         ]
     }

@@ -102,6 +102,9 @@ pub struct RunOptions {
     pub metrics: Option<std::net::SocketAddr>,
     /// `--admin-group NAME`: its members may use the control socket too.
     pub admin_group: Option<String>,
+    /// `--skip-unsupported`: lines of objects and features Fulcrum lacks are reported and
+    /// skipped instead of refusing the file.
+    pub unsupported: ctl::conf::Unsupported,
 }
 
 pub fn run(
@@ -112,11 +115,21 @@ pub fn run(
     let config_path = options.config.as_path();
     let socket = options.socket.as_path();
     let admins = control::Admins::new(options.admin_group.as_deref())?;
-    let config = ctl::conf::load(config_path).map_err(|e| {
+    let loaded = ctl::conf::load_with(config_path, options.unsupported).map_err(|e| {
         EngineError::Config(format!(
             "refusing to start with a configuration that does not load:\n{e}"
         ))
     })?;
+    for s in &loaded.skipped {
+        eprintln!(
+            "fulcrumd: {}:{}: skipped (unsupported): {}",
+            config_path.display(),
+            s.line,
+            s.error
+        );
+    }
+    let kept_lines = control::kept_lines(config_path, &loaded.skipped);
+    let config = loaded.config;
     let stop = Arc::clone(&signals.stop);
     let _locks = profile
         .ports
@@ -132,6 +145,8 @@ pub fn run(
     let control = Arc::new(Control::new(ControlSetup {
         config,
         config_path: config_path.to_owned(),
+        unsupported: options.unsupported,
+        kept_lines,
         max_services: services,
         counters: Arc::clone(&counters),
         health: Arc::clone(&health),

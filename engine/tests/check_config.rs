@@ -129,3 +129,42 @@ fn more_snips_than_the_monitor_core_holds_are_reported() {
         "{err}"
     );
 }
+
+/// A configuration saved by NS13.1 (SSL, content switching, caching, policies around plain
+/// LB): refused as it is, loaded with `--skip-unsupported`, every skipped line reported.
+#[test]
+fn a_saved_netscaler_file_loads_with_its_unsupported_lines_skipped() {
+    let saved = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ctl/tests/corpus/flipper-t1-saved-ns13.1.ns.conf");
+    let (ok, _, _) = check(&saved);
+    assert!(!ok, "the saved file has lines of objects Fulcrum lacks");
+    let out = Command::new(env!("CARGO_BIN_EXE_fulcrumd"))
+        .arg("--check-config")
+        .arg(&saved)
+        .arg("--skip-unsupported")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(": OK: 1 vservers"), "{stdout}");
+    let skipped: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("skipped (unsupported)"))
+        .collect();
+    assert!(skipped.len() > 30, "{stderr}");
+    assert!(
+        skipped
+            .iter()
+            .any(|l| l.contains("is an L7 feature; Fulcrum balances at L4")),
+        "{stderr}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|l| l.contains("No such command [add cs]")),
+        "{stderr}"
+    );
+}

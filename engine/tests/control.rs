@@ -28,6 +28,8 @@ fn daemon(
     let control = Arc::new(
         Control::new(ControlSetup {
             config: ctl::conf::load(&conf).unwrap(),
+            unsupported: ctl::conf::Unsupported::Fail,
+            kept_lines: Vec::new(),
             config_path: conf,
             max_services: 64,
             counters,
@@ -264,6 +266,8 @@ fn a_drain_counts_down_on_the_daemons_clock() {
     let (counters, _w) = Counters::new(1, 8);
     let control = Control::new(ControlSetup {
         config,
+        unsupported: ctl::conf::Unsupported::Fail,
+        kept_lines: Vec::new(),
         config_path: std::env::temp_dir().join("fl-ctl-drain-unused.conf"),
         max_services: 8,
         counters,

@@ -32,6 +32,8 @@ impl Daemon {
         let health = Arc::new(ServiceHealth::new(MAX_SERVICES));
         let control = Control::new(ControlSetup {
             config,
+            unsupported: ctl::conf::Unsupported::Fail,
+            kept_lines: Vec::new(),
             config_path: std::env::temp_dir().join("fl-ids-unused.conf"),
             max_services: MAX_SERVICES,
             counters: Arc::clone(&counters),

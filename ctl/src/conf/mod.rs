@@ -15,7 +15,9 @@ use indexmap::IndexMap;
 
 use crate::error::{CliError, ErrorKind, Result};
 pub use model::*;
-pub use save::{SaveError, load, render, replay_text, save_atomic};
+pub use save::{
+    Replayed, SaveError, Unsupported, load, load_with, render, replay, replay_text, save_atomic,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {

@@ -12,8 +12,8 @@ use crate::keywords;
 use crate::lex::Token;
 use crate::settings;
 use crate::value::{
-    ArgValue, Bounded, Duration, EnabledDisabled, IpList, Name, Netmask, Oid, Port, RespCodes,
-    Text, YesNo, single_token,
+    ArgValue, Bounded, ClientIpHeader, Duration, EnabledDisabled, IpList, Name, Netmask, Oid,
+    OnOff, Port, RespCodes, Text, YesNo, single_token,
 };
 
 keywords! {
@@ -82,6 +82,39 @@ keywords! {
         Ping = "PING", Tcp = "TCP", Http = "HTTP", TcpEcv = "TCP-ECV", HttpEcv = "HTTP-ECV",
         UdpEcv = "UDP-ECV", Dns = "DNS", Ftp = "FTP", User = "USER", Load = "LOAD",
     }
+}
+
+keywords! {
+    /// `-gslb`: written by `save` on every service; only ordinary LB services exist here.
+    pub enum GslbOption { None = "NONE" }
+}
+
+keywords! {
+    /// `-RHIstate` of a vserver: how its state counts toward the VIP's route advertisement.
+    pub enum RhiState { Passive = "PASSIVE", Active = "ACTIVE" }
+}
+
+keywords! {
+    /// `-gui` of `add ns ip`.
+    pub enum GuiAccess { Enabled = "ENABLED", SecureOnly = "SECUREONLY", Disabled = "DISABLED" }
+}
+
+keywords! {
+    /// `-arpResponse`, `-icmpResponse` and `-vserverRHILevel` of `add ns ip`.
+    pub enum VserverResponse {
+        None = "NONE", OneVserver = "ONE_VSERVER", AllVservers = "ALL_VSERVERS",
+        VsvrCntrld = "VSVR_CNTRLD",
+    }
+}
+
+keywords! {
+    /// `set lb parameter -monitorConnectionClose`.
+    pub enum ConnectionClose { Reset = "RESET", Fin = "FIN" }
+}
+
+keywords! {
+    /// `set lb parameter -lbHashAlgorithm`.
+    pub enum HashAlgorithm { Default = "DEFAULT", Prac = "PRAC", Jarh = "JARH" }
 }
 
 keywords! {
@@ -170,9 +203,11 @@ impl ArgValue for ServiceType {
     fn parse(arg: &str, tokens: &[Token]) -> Result<Self> {
         let word = single_token(arg, tokens)?;
         Self::ALL.iter().copied().find(|t| t.keyword().eq_ignore_ascii_case(word)).ok_or_else(|| {
-            CliError::arg_value(ErrorKind::InvalidArgumentValue, arg, word).with_detail(
-                "Service type not supported by an L4 engine (use HTTP, TCP, UDP, SSL_BRIDGE, DNS or ANY)",
-            )
+            crate::absent::value("serviceType", word).unwrap_or_else(|| {
+                CliError::arg_value(ErrorKind::InvalidArgumentValue, arg, word).with_detail(
+                    "Service type not supported by an L4 engine (use HTTP, TCP, UDP, SSL_BRIDGE, DNS or ANY)",
+                )
+            })
         })
     }
     fn render(&self, out: &mut String) {
@@ -181,6 +216,8 @@ impl ArgValue for ServiceType {
 }
 
 pub type Weight = Bounded<1, 100>;
+/// `-devno`: NetScaler's internal device number, written by `save` on many lines.
+pub type DevNo = Option<Bounded<0, 4_294_967_295>>;
 pub type Seconds = Bounded<0, 31_536_000>;
 pub type TcpPort = Bounded<1, 65535>;
 
@@ -188,6 +225,24 @@ settings! {
     /// `add ns ip` options.
     pub struct NsIpSettings / NsIpSetting / NsIpKey {
         kind: IpType = IpType::Snip, "type", Type, "SNIP (source of traffic to services) or VIP";
+        vserver: EnabledDisabled = EnabledDisabled::Enabled, "vServer", Vserver, "May host vservers (stored; no effect: VIPs come from vservers)";
+        arp: EnabledDisabled = EnabledDisabled::Enabled, "arp", Arp, "Answer ARP for this address";
+        icmp: EnabledDisabled = EnabledDisabled::Enabled, "icmp", Icmp, "Answer ping for this address";
+        arp_response: VserverResponse = VserverResponse::None, "arpResponse", ArpResponse, "VIP: ARP tied to vserver state (stored; no effect)";
+        icmp_response: VserverResponse = VserverResponse::None, "icmpResponse", IcmpResponse, "VIP: ping tied to vserver state (stored; no effect)";
+        mgmt_access: EnabledDisabled = EnabledDisabled::Disabled, "mgmtAccess", MgmtAccess, "Management access (stored; no effect: management is on the kernel's stack)";
+        telnet: EnabledDisabled = EnabledDisabled::Enabled, "telnet", Telnet, "Telnet management access (stored; no effect)";
+        ftp: EnabledDisabled = EnabledDisabled::Enabled, "ftp", Ftp, "FTP management access (stored; no effect)";
+        gui: GuiAccess = GuiAccess::Enabled, "gui", Gui, "GUI management access (stored; no effect)";
+        ssh: EnabledDisabled = EnabledDisabled::Enabled, "ssh", Ssh, "SSH management access (stored; no effect)";
+        snmp: EnabledDisabled = EnabledDisabled::Enabled, "snmp", Snmp, "SNMP management access (stored; no effect)";
+        restrict_access: EnabledDisabled = EnabledDisabled::Disabled, "restrictAccess", RestrictAccess, "Block non-management applications (stored; no effect)";
+        dynamic_routing: EnabledDisabled = EnabledDisabled::Disabled, "dynamicRouting", DynamicRouting, "Routing protocols on this SNIP (stored; no effect)";
+        host_route: EnabledDisabled = EnabledDisabled::Disabled, "hostRoute", HostRoute, "Advertise a host route for this VIP (stored; no effect without route health injection)";
+        host_rt_gw: Option<Ipv4Addr> = None, "hostRtGw", HostRtGw, "Next hop of the advertised host route (stored; no effect)";
+        network_route: EnabledDisabled = EnabledDisabled::Disabled, "networkRoute", NetworkRoute, "Advertise this SNIP's subnet (stored; no effect)";
+        vserver_rhi_level: VserverResponse = VserverResponse::OneVserver, "vserverRHILevel", VserverRhiLevel, "When the VIP route is advertised (stored; no effect)";
+        state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
     }
 }
 
@@ -195,6 +250,7 @@ settings! {
     pub struct ServerSettings / ServerSetting / ServerKey {
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Initial state";
         comment: Option<Text> = None, "comment", Comment, "Free text";
+        devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
     }
 }
 
@@ -210,6 +266,65 @@ settings! {
         svr_timeout: Option<Seconds> = None, "svrTimeout", SvrTimeout, "Server idle timeout (s)";
         hash_id: Option<Bounded<1, 4_294_967_295>> = None, "hashId", HashId, "Identity in hash methods instead of IP:port";
         comment: Option<Text> = None, "comment", Comment, "Free text";
+        gslb: GslbOption = GslbOption::None, "gslb", Gslb, "GSLB option (only NONE: ordinary LB services)";
+        cip: ClientIpHeader = ClientIpHeader::DISABLED, "cip", Cip, "Client IP in an HTTP header (stored; no effect at L4)";
+        usip: Option<YesNo> = None, "usip", Usip, "The client's address as source toward the service";
+        use_proxy_port: YesNo = YesNo::Yes, "useproxyport", UseProxyPort, "With USIP: NO keeps the client's source port";
+        sp: OnOff = OnOff::Off, "sp", Sp, "Surge protection (stored; no effect: over maxClient new flows go to other services)";
+        cka: YesNo = YesNo::No, "CKA", Cka, "Client keep-alive (stored; no effect at L4)";
+        tcpb: YesNo = YesNo::No, "TCPB", Tcpb, "TCP buffering (stored; no effect at L4)";
+        cmp: YesNo = YesNo::No, "CMP", Cmp, "HTTP compression (stored; no effect at L4)";
+        access_down: YesNo = YesNo::No, "accessDown", AccessDown, "Bridge traffic to a DOWN service (only NO)";
+        devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
+    }
+}
+
+/// A refusal naming a feature Fulcrum does not have.
+fn absent(option: &str, value: &str, why: &str) -> CliError {
+    CliError::arg_value(ErrorKind::NotSupported, option, value).with_detail(why.to_owned())
+}
+
+impl ServiceSetting {
+    /// Refuses values that name a feature the engine does not have, before anything changes.
+    pub fn check_supported(&self) -> Result<()> {
+        match self {
+            Self::Usip(Some(YesNo::Yes)) => Err(absent(
+                "usip",
+                "YES",
+                "Using the client's address as source (USIP) is not implemented yet; services see a SNIP",
+            )),
+            Self::AccessDown(YesNo::Yes) => Err(absent(
+                "accessDown",
+                "YES",
+                "Bridging traffic to a DOWN service needs L2 mode, which Fulcrum does not have",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl NsIpSetting {
+    /// Refuses values that name a feature the engine does not have, before anything changes.
+    pub fn check_supported(&self) -> Result<()> {
+        let disabled = EnabledDisabled::Disabled;
+        match self {
+            Self::Arp(d) if *d == disabled => Err(absent(
+                "arp",
+                "DISABLED",
+                "The engine answers ARP for every address it owns",
+            )),
+            Self::Icmp(d) if *d == disabled => Err(absent(
+                "icmp",
+                "DISABLED",
+                "The engine answers ping for every address it owns",
+            )),
+            Self::State(d) if *d == disabled => Err(absent(
+                "state",
+                "DISABLED",
+                "Disabled addresses are not implemented; remove the address instead",
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -223,6 +338,9 @@ settings! {
         down_state_flush: EnabledDisabled = EnabledDisabled::Enabled, "downStateFlush", DownStateFlush, "Flush flows when the vserver goes DOWN";
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
         comment: Option<Text> = None, "comment", Comment, "Free text";
+        backup_lb_method: LbMethod = LbMethod::RoundRobin, "backupLBMethod", BackupLbMethod, "Method while LRTM/CUSTOMLOAD lack samples (stored; round robin applies)";
+        rhi_state: RhiState = RhiState::Passive, "RHIstate", RhiState, "Route health injection state (stored; no effect)";
+        devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
     }
 }
 
@@ -259,6 +377,8 @@ settings! {
         snmp_community: Option<Text> = None, "snmpCommunity", SnmpCommunity, "SNMP community (default public)";
         snmp_version: SnmpVersion = SnmpVersion::V1, "snmpVersion", SnmpVersion, "SNMP version";
         metric_table: Option<Name> = None, "metricTable", MetricTable, "Metric table of a LOAD monitor";
+        deviation: Option<Duration<0, 20939>> = None, "deviation", Deviation, "Dynamic response-time deviation (stored; no effect, 0 = off)";
+        devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
     }
 }
 
@@ -305,6 +425,17 @@ settings! {
         startup_rr_factor: Bounded<0, 4_294_967_295> = Bounded::new(0), "startupRRFactor", StartupRrFactor, "Round robin for N x bound services new flows after a change (0 = off)";
         consolidated_lconn: YesNo = YesNo::Yes, "consolidatedLConn", ConsolidatedLConn, "Least-X methods use counts summed over all cores";
         use_port_for_hash_lb: YesNo = YesNo::Yes, "usePortForHashLb", UsePortForHashLb, "Hash methods include the service port";
+        sessions_threshold: Bounded<0, 4_294_967_294> = Bounded::new(0), "sessionsThreshold", SessionsThreshold, "Most persistence sessions (0 = the engine's table size)";
+        prefer_direct_route: YesNo = YesNo::Yes, "preferDirectRoute", PreferDirectRoute, "Route lookup for directly connected destinations (stored; no effect)";
+        allow_bound_svc_removal: EnabledDisabled = EnabledDisabled::Enabled, "AllowBoundSvcRemoval", AllowBoundSvcRemoval, "rm of a bound service (stored; no effect)";
+        retain_service_state: OnOff = OnOff::Off, "retainServiceState", RetainServiceState, "Keep services' own state on enable server (stored; no effect)";
+        dbs_ttl: Bounded<0, 2_147_483_647> = Bounded::new(0), "dbsTtl", DbsTtl, "TTL of domain-based services (0 = the answer's TTL; stored; no effect)";
+        max_pipeline_nat: Bounded<0, 65535> = Bounded::new(0), "maxPipelineNat", MaxPipelineNat, "UDP/ANY pipelined requests (stored; no effect)";
+        monitor_skip_max_client: EnabledDisabled = EnabledDisabled::Disabled, "monitorSkipMaxClient", MonitorSkipMaxClient, "Monitor probes skip maxClient (stored; no effect: probes never count)";
+        monitor_connection_close: ConnectionClose = ConnectionClose::Fin, "monitorConnectionClose", MonitorConnectionClose, "How monitor connections close (stored; no effect)";
+        vserver_specific_mac: EnabledDisabled = EnabledDisabled::Disabled, "vServerSpecificMac", VserverSpecificMac, "MAC-mode vserver chains (stored; no effect)";
+        lb_hash_algorithm: HashAlgorithm = HashAlgorithm::Default, "lbHashAlgorithm", LbHashAlgorithm, "Hash algorithm (stored; rendezvous hashing applies)";
+        lb_hash_fingers: Bounded<1, 1024> = Bounded::new(256), "lbHashFingers", LbHashFingers, "PRAC/JARH fingers (stored; no effect)";
     }
 }
 

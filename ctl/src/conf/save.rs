@@ -217,8 +217,65 @@ impl fmt::Display for LineError {
 /// Replays ns.conf text line by line. Every failing line is reported (with its 1-based number)
 /// and skipped; the configuration holds what the other lines built.
 pub fn replay_text(text: &str) -> (Config, Vec<LineError>) {
+    let r = replay(text, Unsupported::Fail);
+    (r.config, r.errors)
+}
+
+/// What a replay does with lines about objects or features Fulcrum does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsupported {
+    /// They are errors like any other.
+    Fail,
+    /// `--skip-unsupported`: they are reported and skipped, and so are the lines that only
+    /// failed because they refer to something a skipped line would have created.
+    Skip,
+}
+
+/// The outcome of [`replay`].
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    pub config: Config,
+    pub errors: Vec<LineError>,
+    /// Lines skipped as unsupported (only with [`Unsupported::Skip`]).
+    pub skipped: Vec<LineError>,
+}
+
+/// An unknown command (an object Fulcrum does not have) or a refused feature.
+fn is_unsupported(e: &CliError) -> bool {
+    matches!(
+        e.kind,
+        crate::error::ErrorKind::NoSuchCommand | crate::error::ErrorKind::NotSupported
+    )
+}
+
+/// The names a skipped `add` line would have created: the words after the verb, up to the
+/// first option (the object words and the name are among them).
+fn names_created(line: &str) -> Vec<String> {
+    match crate::lex::tokenize(line) {
+        Ok(tokens)
+            if tokens
+                .first()
+                .is_some_and(|t| t.text.eq_ignore_ascii_case("add")) =>
+        {
+            tokens
+                .iter()
+                .skip(1)
+                .take_while(|t| !t.is_option())
+                .map(|t| t.text.clone())
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Replays ns.conf text; see [`Unsupported`] for what happens to unsupported lines.
+pub fn replay(text: &str, unsupported: Unsupported) -> Replayed {
     let mut config = Config::default();
     let mut errors = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skipped_names: std::collections::HashSet<String> = Default::default();
+    // A byte-order mark, as editors on other systems write one, is not part of the first line.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let result = parse_line(line).and_then(|cmds| {
             if cmds.iter().any(|c| !c.changes_config()) {
@@ -227,11 +284,24 @@ pub fn replay_text(text: &str) -> (Config, Vec<LineError>) {
             }
             config.apply_all(&cmds)
         });
-        if let Err(error) = result {
+        let Err(error) = result else { continue };
+        let depends_on_skipped = error.kind == crate::error::ErrorKind::NoSuchResource
+            && error
+                .value
+                .as_ref()
+                .is_some_and(|v| skipped_names.contains(v) || crate::absent::is_internal_name(v));
+        if unsupported == Unsupported::Skip && (is_unsupported(&error) || depends_on_skipped) {
+            skipped_names.extend(names_created(line));
+            skipped.push(LineError { line: i + 1, error });
+        } else {
             errors.push(LineError { line: i + 1, error });
         }
     }
-    (config, errors)
+    Replayed {
+        config,
+        errors,
+        skipped,
+    }
 }
 
 /// Why a file could not be loaded or saved.
@@ -269,17 +339,23 @@ impl std::error::Error for SaveError {}
 /// Loads a configuration file; any failing line refuses the whole file, so nothing starts
 /// half-configured.
 pub fn load(path: &Path) -> Result<Config, SaveError> {
+    load_with(path, Unsupported::Fail).map(|r| r.config)
+}
+
+/// Loads a configuration file; any failing line (other than those `unsupported` skips)
+/// refuses the whole file.
+pub fn load_with(path: &Path, unsupported: Unsupported) -> Result<Replayed, SaveError> {
     let text = fs::read_to_string(path).map_err(|error| SaveError::Io {
         path: path.into(),
         error,
     })?;
-    let (config, errors) = replay_text(&text);
-    if errors.is_empty() {
-        Ok(config)
+    let r = replay(&text, unsupported);
+    if r.errors.is_empty() {
+        Ok(r)
     } else {
         Err(SaveError::Invalid {
             path: path.into(),
-            errors,
+            errors: r.errors,
         })
     }
 }

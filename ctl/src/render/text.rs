@@ -1,6 +1,7 @@
 //! The views in NetScaler's text layouts.
 
 use crate::conf::model::*;
+use crate::value::{ArgValue, YesNo};
 
 use super::WorkerRow;
 use super::view::{GroupView, ServiceView, VserverView};
@@ -115,7 +116,12 @@ pub fn show_service(view: &ServiceView, out: &mut String) {
         s.settings.max_client.get(),
         s.settings.max_req.get()
     ));
-    out.push_str("\tUse Source IP: NO\n");
+    out.push_str(&format!(
+        "\tUse Source IP: {}\tUse Proxy Port: {}\n",
+        s.settings.usip.unwrap_or(YesNo::No),
+        s.settings.use_proxy_port
+    ));
+    l7_settings(&s.settings, out);
     out.push_str(&format!(
         "\tIdle timeout: Client: {} sec\tServer: {} sec\n",
         timeout(s.settings.clt_timeout, clt),
@@ -228,6 +234,17 @@ pub fn stat_vserver(view: &VserverView, out: &mut String) {
     }
 }
 
+/// The settings a proxy would apply and an L4 engine stores as given, with a note saying so.
+fn l7_settings(s: &ServiceSettings, out: &mut String) {
+    let mut cip = String::new();
+    s.cip.render(&mut cip);
+    out.push_str(&format!(
+        "\tClient IP: {cip}\tSurge Protection: {}\tClient Keepalive(CKA): {}\tTCP Buffering(TCPB): {}\tHTTP Compression(CMP): {}\n",
+        s.sp, s.cka, s.tcpb, s.cmp
+    ));
+    out.push_str("\t(-maxReq, -cip, -sp, -CKA, -TCPB and -CMP are stored and saved; they have no effect in an L4 engine)\n");
+}
+
 /// `show serviceGroup <sg>`: the group's state and settings, then one block per member.
 pub fn show_group(view: &GroupView, out: &mut String) {
     let g = view.group;
@@ -245,6 +262,7 @@ pub fn show_group(view: &GroupView, out: &mut String) {
         g.settings.down_state_flush,
         g.settings.health_monitor
     ));
+    l7_settings(&g.settings, out);
     for (i, (m, s)) in view.members.iter().enumerate() {
         out.push_str(&format!(
             "\n{})\t{}\tState: {}\tServer Name: {}\tServer ID: None\tWeight: {}\n",

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fulcrumd --profile hw-profiles/lab-veth.toml --config ns.conf [--socket PATH]
-//! fulcrumd --check-config ns.conf
+//! fulcrumd --check-config ns.conf [--skip-unsupported]
 //! fulcrumd replay --config ns.conf --pcap in.pcap --out out.pcap
 //! fulcrumd --profile hw-profiles/lab-veth.toml l2fwd --address 198.18.0.100
 //! ```
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use ctl::conf::replay_text;
+use ctl::conf::Unsupported;
 use engine::profile::HwProfile;
 
 #[global_allocator]
@@ -44,6 +44,10 @@ struct Cli {
     /// and the daemon's user may (mode 0600).
     #[arg(long, value_name = "GROUP")]
     admin_group: Option<String>,
+    /// Report and skip the lines of objects and features Fulcrum does not have (SSL, content
+    /// switching, policies, ...) instead of refusing the file; `save ns config` keeps them.
+    #[arg(long)]
+    skip_unsupported: bool,
     #[command(subcommand)]
     command: Option<Mode>,
 }
@@ -68,7 +72,7 @@ enum Mode {
 }
 
 /// `--check-config`: every failing line with its number, or a one-line summary.
-fn check_config(path: &PathBuf) -> ExitCode {
+fn check_config(path: &PathBuf, unsupported: Unsupported) -> ExitCode {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
@@ -76,7 +80,16 @@ fn check_config(path: &PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (config, errors) = replay_text(&text);
+    let replayed = ctl::conf::replay(&text, unsupported);
+    let (config, errors) = (replayed.config, replayed.errors);
+    for e in &replayed.skipped {
+        eprintln!(
+            "{}:{}: skipped (unsupported): {}",
+            path.display(),
+            e.line,
+            e.error
+        );
+    }
     for e in &errors {
         eprintln!("{}:{}: {}", path.display(), e.line, e.error);
     }
@@ -175,10 +188,18 @@ fn l2fwd(profile: Option<&Path>, address: std::net::Ipv4Addr) -> ExitCode {
     }
 }
 
+fn unsupported(cli: &Cli) -> Unsupported {
+    if cli.skip_unsupported {
+        Unsupported::Skip
+    } else {
+        Unsupported::Fail
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(path) = &cli.check_config {
-        return check_config(path);
+        return check_config(path, unsupported(&cli));
     }
     if let Some(Mode::Replay { config, pcap, out }) = &cli.command {
         return replay(config, pcap, out);
@@ -212,6 +233,7 @@ fn main() -> ExitCode {
         socket: cli.socket.clone(),
         metrics: cli.metrics,
         admin_group: cli.admin_group.clone(),
+        unsupported: unsupported(&cli),
     };
     match engine::daemon::run(&profile, &options, signals) {
         Ok(summary) => {

@@ -61,6 +61,11 @@ struct State {
 pub struct Control {
     state: Mutex<State>,
     config_path: PathBuf,
+    /// `--skip-unsupported`: how the file is replayed on SIGHUP.
+    unsupported: conf::Unsupported,
+    /// The lines skipped as unsupported, written back by `save ns config` so that saving
+    /// never drops what the operator's file held.
+    kept_lines: Mutex<Vec<String>>,
     max_services: usize,
     pub published: Arc<ArcSwap<Tables>>,
     pub counters: Arc<Counters>,
@@ -92,11 +97,30 @@ impl std::fmt::Debug for Control {
 pub struct ControlSetup {
     pub config: Config,
     pub config_path: PathBuf,
+    pub unsupported: conf::Unsupported,
+    /// The lines of the file skipped as unsupported (see [`Control`]).
+    pub kept_lines: Vec<String>,
     pub max_services: usize,
     pub counters: Arc<Counters>,
     pub health: Arc<ServiceHealth>,
     pub drops: Arc<SharedDrops>,
     pub clock: Clock,
+}
+
+/// The text of the skipped lines of the file at `path`, in file order.
+pub fn kept_lines(path: &std::path::Path, skipped: &[conf::save::LineError]) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    skipped
+        .iter()
+        .filter_map(|e| {
+            lines
+                .get(e.line - 1)
+                .map(|l| l.trim_start_matches('\u{feff}').to_owned())
+        })
+        .collect()
 }
 
 fn now_stamp() -> String {
@@ -123,6 +147,8 @@ impl Control {
                 owners: Vec::new(),
             }),
             config_path: setup.config_path,
+            unsupported: setup.unsupported,
+            kept_lines: Mutex::new(setup.kept_lines),
             max_services: setup.max_services,
             published: Arc::new(ArcSwap::new(Arc::new(tables))),
             counters: setup.counters,
@@ -164,11 +190,17 @@ impl Control {
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
     pub fn reload_file(&self) -> Result<u64, EngineError> {
-        let next = conf::load(&self.config_path).map_err(|e| EngineError::Config(e.to_string()))?;
+        let loaded = conf::load_with(&self.config_path, self.unsupported)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
         let mut state = self.lock();
         let drains = state.drains.clone();
-        self.publish(&mut state, next, drains)
+        self.publish(&mut state, loaded.config, drains)
             .map_err(|e| EngineError::Config(e.to_string()))?;
+        *self
+            .kept_lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            kept_lines(&self.config_path, &loaded.skipped);
         Ok(state.generation)
     }
 
@@ -234,7 +266,18 @@ impl Control {
             ),
             Command::Help { topic } => Ok(help(topic.as_deref())),
             Command::SaveNsConfig => {
-                let text = conf::render(&state.config, &now_stamp());
+                let mut text = conf::render(&state.config, &now_stamp());
+                let kept = self
+                    .kept_lines
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if !kept.is_empty() {
+                    text.push_str("# Lines fulcrumd skipped as unsupported (--skip-unsupported), kept as they were\n");
+                    for l in kept.iter() {
+                        text.push_str(l);
+                        text.push('\n');
+                    }
+                }
                 conf::save_atomic(&self.config_path, &text).map_err(|e| {
                     CliError::new(ErrorKind::Io)
                         .with_detail(format!("Cannot save the configuration: {e}"))

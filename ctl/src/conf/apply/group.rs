@@ -14,6 +14,13 @@ use crate::value::{Bounded, EnabledDisabled, Name};
 impl Config {
     /// Applies a service-group command; on error nothing has changed.
     pub(super) fn apply_group(&mut self, cmd: &ServiceGroupCmd) -> Result<()> {
+        if let ServiceGroupCmd::Add { settings, .. }
+        | ServiceGroupCmd::Common(Common::Set { settings, .. }) = cmd
+        {
+            settings
+                .iter()
+                .try_for_each(ServiceSetting::check_supported)?;
+        }
         let group = match cmd {
             ServiceGroupCmd::Add {
                 name,

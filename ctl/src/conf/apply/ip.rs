@@ -15,6 +15,7 @@ impl Config {
                 netmask,
                 settings,
             } => {
+                settings.iter().try_for_each(NsIpSetting::check_supported)?;
                 if self.ns_ips.contains_key(addr) {
                     return Err(exists("IPAddress", &addr.to_string()));
                 }

@@ -9,6 +9,13 @@ use crate::settings::Settings;
 
 impl Config {
     pub(super) fn apply_service(&mut self, cmd: &ServiceCmd) -> Result<()> {
+        if let ServiceCmd::Add { settings, .. } | ServiceCmd::Common(Common::Set { settings, .. }) =
+            cmd
+        {
+            settings
+                .iter()
+                .try_for_each(ServiceSetting::check_supported)?;
+        }
         match cmd {
             ServiceCmd::Add {
                 name,
@@ -21,17 +28,6 @@ impl Config {
                     || self.service_groups.contains_key(name.as_str())
                 {
                     return Err(exists("name", name.as_str()));
-                }
-                if !name
-                    .as_str()
-                    .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                {
-                    return Err(CliError::arg_value(
-                        ErrorKind::InvalidArgumentValue,
-                        "name",
-                        name.as_str(),
-                    )
-                    .with_detail("Service names must start with a letter or _"));
                 }
                 check_port(*service_type, *port)?;
                 // A bare IP creates (or reuses) a server, as NetScaler does.
