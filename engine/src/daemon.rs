@@ -128,8 +128,7 @@ pub fn run(
             s.error
         );
     }
-    let kept_lines = control::kept_lines(config_path, &loaded.skipped);
-    let config = loaded.config;
+    let (config, kept_lines) = (loaded.config, loaded.skipped_lines);
     let stop = Arc::clone(&signals.stop);
     let _locks = profile
         .ports

@@ -304,3 +304,51 @@ fn a_drain_counts_down_on_the_daemons_clock() {
         show(&control)
     );
 }
+
+/// Started with `--skip-unsupported`, `save ns config` writes the skipped lines back, so the
+/// operator's SSL or content-switching lines survive a save, and SIGHUP replays the result.
+#[test]
+fn saving_keeps_the_lines_skipped_as_unsupported() {
+    let dir = std::env::temp_dir().join(format!("fl-ctl-keep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("ns.conf");
+    let text = "add service s1 198.18.0.11 HTTP 80\nadd cs vserver cs1 HTTP 198.18.0.101 80\nadd lb vserver web HTTP 198.18.0.100 80\nbind lb vserver web s1\nbind cs vserver cs1 -lbvserver web\n";
+    std::fs::write(&conf, text).unwrap();
+    let loaded = ctl::conf::load_with(&conf, ctl::conf::Unsupported::Skip).unwrap();
+    assert_eq!(loaded.skipped.len(), 2);
+    let (counters, _w) = Counters::new(1, 64);
+    let control = Control::new(ControlSetup {
+        config: loaded.config,
+        unsupported: ctl::conf::Unsupported::Skip,
+        kept_lines: loaded.skipped_lines,
+        config_path: conf.clone(),
+        max_services: 64,
+        counters,
+        health: Arc::new(ServiceHealth::new(64)),
+        drops: Arc::new(SharedDrops::new(1)),
+        clock: engine::clock::Clock::monotonic(),
+    })
+    .unwrap();
+    let before = control.config();
+    let reply = control.execute("save ns config");
+    assert_eq!(reply.last().map(|l| l.trim()), Some("Done"), "{reply:?}");
+    let saved = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        saved.contains("add cs vserver cs1 HTTP 198.18.0.101 80\n"),
+        "{saved}"
+    );
+    assert!(
+        saved.contains("bind cs vserver cs1 -lbvserver web\n"),
+        "{saved}"
+    );
+    control.reload_file().unwrap();
+    assert_eq!(control.config(), before);
+    // A second save after the reload still holds them.
+    control.execute("save ns config");
+    let again = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        again.contains("bind cs vserver cs1 -lbvserver web\n"),
+        "{again}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -238,6 +238,8 @@ pub struct Replayed {
     pub errors: Vec<LineError>,
     /// Lines skipped as unsupported (only with [`Unsupported::Skip`]).
     pub skipped: Vec<LineError>,
+    /// Their text, in file order, for `save ns config` to write back.
+    pub skipped_lines: Vec<String>,
 }
 
 /// An unknown command (an object Fulcrum does not have) or a refused feature.
@@ -273,6 +275,7 @@ pub fn replay(text: &str, unsupported: Unsupported) -> Replayed {
     let mut config = Config::default();
     let mut errors = Vec::new();
     let mut skipped = Vec::new();
+    let mut skipped_lines = Vec::new();
     let mut skipped_names: std::collections::HashSet<String> = Default::default();
     // A byte-order mark, as editors on other systems write one, is not part of the first line.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -293,6 +296,7 @@ pub fn replay(text: &str, unsupported: Unsupported) -> Replayed {
         if unsupported == Unsupported::Skip && (is_unsupported(&error) || depends_on_skipped) {
             skipped_names.extend(names_created(line));
             skipped.push(LineError { line: i + 1, error });
+            skipped_lines.push(line.to_owned());
         } else {
             errors.push(LineError { line: i + 1, error });
         }
@@ -301,6 +305,7 @@ pub fn replay(text: &str, unsupported: Unsupported) -> Replayed {
         config,
         errors,
         skipped,
+        skipped_lines,
     }
 }
 

@@ -107,22 +107,6 @@ pub struct ControlSetup {
     pub clock: Clock,
 }
 
-/// The text of the skipped lines of the file at `path`, in file order.
-pub fn kept_lines(path: &std::path::Path, skipped: &[conf::save::LineError]) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let lines: Vec<&str> = text.lines().collect();
-    skipped
-        .iter()
-        .filter_map(|e| {
-            lines
-                .get(e.line - 1)
-                .map(|l| l.trim_start_matches('\u{feff}').to_owned())
-        })
-        .collect()
-}
-
 fn now_stamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -199,8 +183,7 @@ impl Control {
         *self
             .kept_lines
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            kept_lines(&self.config_path, &loaded.skipped);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = loaded.skipped_lines;
         Ok(state.generation)
     }
 
