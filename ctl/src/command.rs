@@ -89,8 +89,12 @@ pub enum ServerCmd {
     Enable {
         name: Name,
     },
+    /// `disable server <name> [<delay>] [-graceFul YES]`: every service of the server goes
+    /// out of service, at once, after `delay` seconds, or as its connections end.
     Disable {
         name: Name,
+        delay: Option<Seconds>,
+        graceful: YesNo,
     },
 }
 
@@ -234,6 +238,17 @@ pub enum MonitorCmd {
     UnbindMetric {
         monitor: Name,
         metric: Name,
+    },
+    /// `bind lb monitor <mon> <service | serviceGroup>`: the older spelling of `bind service
+    /// <s> -monitorName <mon>`.
+    BindTo {
+        monitor: Name,
+        target: Name,
+        settings: Vec<MonitorBindSetting>,
+    },
+    UnbindFrom {
+        monitor: Name,
+        target: Name,
     },
     /// `enable lb monitor <service> [<monitor>]`: the per-binding state; no monitor = all.
     Enable {

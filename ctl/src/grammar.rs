@@ -273,7 +273,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!(Rm Server, NAME, NONE, "Remove a server (no service may use it)", |a| Ok(Command::Server(ServerCmd::Rm { name: a.pos(0)? }))),
     cmd!(Rename Server, RENAME, NONE, "Rename a server", |a| Ok(Command::Server(ServerCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
     cmd!(Enable Server, NAME, NONE, "Enable a server", |a| Ok(Command::Server(ServerCmd::Enable { name: a.pos(0)? }))),
-    cmd!(Disable Server, NAME, NONE, "Disable a server", |a| Ok(Command::Server(ServerCmd::Disable { name: a.pos(0)? }))),
+    cmd!(Disable Server, &[req::<Name>("name"), opt::<crate::conf::model::Seconds>("delay")], &[DisableServiceOpts::OPTIONS],
+    "Take every service of a server out of service, at once, after a delay, or gracefully",
+    |a| Ok(Command::Server(ServerCmd::Disable {
+        name: a.pos(0)?,
+        delay: a.pos_opt(1)?,
+        graceful: DisableServiceOpts::default().with(&a.settings::<DisableServiceOpts>()?).graceful,
+    }))),
     cmd!(Show Server, SHOW_NAME, OUTPUT, "Show servers",
         |a| Ok(Command::Show { object: Object::Server, name: a.pos_opt(0)?, format: output(a)? })),
     // service
@@ -429,10 +435,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::LbMonitor(MonitorCmd::Rm { name: a.pos(0)?, monitor_type: a.pos_opt(1)? }))),
     cmd!(Rename LbMonitor, RENAME, NONE, "Rename a monitor",
         |a| Ok(Command::LbMonitor(MonitorCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
-    cmd!(Bind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
-    "Bind a metric to a LOAD monitor",
+    cmd!(Bind LbMonitor, &[req::<Name>("monitorName"), opt::<Name>("serviceName")], &[MetricBindOpts::OPTIONS, MonitorBindSettings::OPTIONS],
+    "Bind a metric to a LOAD monitor, or the monitor to a service or service group",
     |a| {
         let o = MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?);
+        if let Some(target) = a.pos_opt::<Name>(1)? {
+            if o.metric.is_some() {
+                return Err(CliError::arg(ErrorKind::NoSuchArgument, "-metric"));
+            }
+            return Ok(Command::LbMonitor(MonitorCmd::BindTo {
+                monitor: a.pos(0)?,
+                target,
+                settings: a.settings::<MonitorBindSettings>()?,
+            }));
+        }
         Ok(Command::LbMonitor(MonitorCmd::BindMetric {
             monitor: a.pos(0)?,
             metric: o.metric.ok_or_else(|| missing("metric"))?,
@@ -440,12 +456,17 @@ pub static COMMANDS: &[CommandSpec] = &[
             weight: o.metric_weight.get(),
         }))
     }),
-    cmd!(Unbind LbMonitor, &[req::<Name>("monitorName")], &[MetricBindOpts::OPTIONS],
-    "Unbind a metric from a LOAD monitor",
-    |a| Ok(Command::LbMonitor(MonitorCmd::UnbindMetric {
-        monitor: a.pos(0)?,
-        metric: MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?).metric.ok_or_else(|| missing("metric"))?,
-    }))),
+    cmd!(Unbind LbMonitor, &[req::<Name>("monitorName"), opt::<Name>("serviceName")], &[MetricBindOpts::OPTIONS],
+    "Unbind a metric from a LOAD monitor, or the monitor from a service or service group",
+    |a| {
+        if let Some(target) = a.pos_opt::<Name>(1)? {
+            return Ok(Command::LbMonitor(MonitorCmd::UnbindFrom { monitor: a.pos(0)?, target }));
+        }
+        Ok(Command::LbMonitor(MonitorCmd::UnbindMetric {
+            monitor: a.pos(0)?,
+            metric: MetricBindOpts::default().with(&a.settings::<MetricBindOpts>()?).metric.ok_or_else(|| missing("metric"))?,
+        }))
+    }),
     cmd!(Enable LbMonitor, &[req::<Name>("serviceName"), opt::<Name>("monitorName")], NONE,
         "Enable monitor bindings of a service",
         |a| Ok(Command::LbMonitor(MonitorCmd::Enable { service: a.pos(0)?, monitor: a.pos_opt(1)? }))),

@@ -581,3 +581,55 @@ fn clear_ns_config_needs_force_and_keeps_what_its_level_says() {
     run(&mut full, "clear ns config -force full").unwrap();
     assert_eq!(full, Config::default());
 }
+
+/// The forms saved configurations and older scripts use for monitor bindings: `bind lb
+/// monitor <mon> <service>`, and built-in monitors spelled in capitals.
+#[test]
+fn older_monitor_binding_forms_bind_the_same_monitor() {
+    let mut c = config_of(BASE);
+    run(&mut c, "bind lb monitor mon-ecv svc1 -weight 2").unwrap();
+    run(&mut c, "bind service svc2 -monitorName HTTP").unwrap();
+    assert_eq!(c.services["svc1"].monitors[0].monitor.as_str(), "mon-ecv");
+    assert_eq!(c.services["svc1"].monitors[0].settings.weight.get(), 2);
+    // Bound (and saved) under the built-in's own name.
+    assert_eq!(c.services["svc2"].monitors[0].monitor.as_str(), "http");
+    let saved = ctl::conf::render(&c, "now");
+    assert!(
+        saved.contains("bind service svc2 -monitorName http"),
+        "{saved}"
+    );
+    assert_eq!(
+        run(&mut c, "bind service svc2 -monitorName Http"),
+        Err("ERROR: Resource already bound [monitorName, http]".into())
+    );
+    run(&mut c, "unbind lb monitor mon-ecv svc1").unwrap();
+    run(&mut c, "unbind service svc2 -monitorName HTTP").unwrap();
+    assert!(c.services["svc1"].monitors.is_empty() && c.services["svc2"].monitors.is_empty());
+    // A group takes the same form.
+    run(&mut c, "add serviceGroup sg1 HTTP").unwrap();
+    run(&mut c, "bind lb monitor tcp sg1").unwrap();
+    assert_eq!(c.service_groups["sg1"].monitors[0].monitor.as_str(), "tcp");
+    let before = c.clone();
+    assert_eq!(
+        run(&mut c, "bind lb monitor mon-ecv nosuch"),
+        Err("ERROR: No such resource [name, nosuch]".into())
+    );
+    assert_eq!(c, before);
+}
+
+/// `disable server <name> [<delay>] [-graceFul YES]`: the server (and so each of its
+/// services) is out of service; the delay and graceful forms drive the engine's drains.
+#[test]
+fn disable_server_takes_its_delay_and_graceful_forms() {
+    let mut c = config_of(BASE);
+    run(&mut c, "disable server web1 30 -graceFul YES").unwrap();
+    assert!(!c.in_service(&c.services["svc1"]));
+    assert!(c.in_service(&c.services["svc2"]));
+    let saved = ctl::conf::render(&c, "now");
+    assert!(
+        saved.contains("add server web1 198.18.0.11 -state DISABLED"),
+        "{saved}"
+    );
+    run(&mut c, "enable server web1").unwrap();
+    assert!(c.in_service(&c.services["svc1"]));
+}

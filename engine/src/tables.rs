@@ -274,12 +274,8 @@ impl Tables {
             if services.len() <= id {
                 services.resize(id + 1, None);
             }
-            let server_enabled = config
-                .servers
-                .get(s.server.as_str())
-                .is_none_or(|sv| sv.settings.state.is_enabled());
             let (clt, _) = s.service_type.default_timeouts();
-            let enabled = s.settings.state.is_enabled() && server_enabled;
+            let enabled = config.in_service(s);
             let idle = s.settings.clt_timeout.map_or(clt, |t| t.get()) * 1000;
             services[id] = Some(RtService {
                 name: s.name.0.clone(),

@@ -1110,6 +1110,93 @@ bind lb vserver v3 s3
     );
 }
 
+/// `disable server` takes every service of the server out: gracefully (running transfers
+/// finish, new connections go elsewhere), or after a delay (then the rest is flushed).
+#[test]
+fn disabling_a_server_drains_every_service_on_it() {
+    use std::time::{Duration, Instant};
+    let mut lab = Lab::up("srvoff", 2);
+    let conf = format!(
+        "{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN
+add lb vserver v1 HTTP {VIP} 81
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver v1 s1
+"
+    );
+    lab.start(&conf, 80);
+    let ctl_ok = |args: &[&str]| {
+        let out = lab.ctl(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // 50 MB at 10 MB/s: about 5 s.
+    let file = lab.dir.join("dl1.bin");
+    let dl = lab.spawn_download(81, "10M", &file, 60);
+    std::thread::sleep(Duration::from_secs(1));
+    ctl_ok(&["disable", "server", "198.18.0.11", "-graceFul", "YES"]);
+    assert!(
+        lab.wait_service_state(
+            "s1",
+            "GOING OUT OF SERVICE (Graceful (number of active clients: 1))",
+            Duration::from_secs(2)
+        )
+        .is_some()
+    );
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(names.len(), 10);
+    assert_eq!(count(&names, "backend-1"), 0, "{names:?}");
+    let (code, _) = finish(dl, Instant::now());
+    assert_eq!(
+        code,
+        Some(0),
+        "the graceful disable let the transfer finish"
+    );
+    lab.assert_same_as_backend_file(&file, "1");
+    assert!(
+        lab.wait_service_state("s1", "OUT OF SERVICE", Duration::from_secs(3))
+            .is_some()
+    );
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "server"]).stdout).into_owned();
+    assert!(
+        show.contains("198.18.0.11") && show.contains("DISABLED"),
+        "{show}"
+    );
+
+    // Enabled again, it takes new connections.
+    ctl_ok(&["enable", "server", "198.18.0.11"]);
+    assert!(
+        lab.wait_service_state("s1", "UP", Duration::from_secs(3))
+            .is_some()
+    );
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(count(&names, "backend-1"), 5, "{names:?}");
+
+    // With a delay: GOING OUT OF SERVICE, then the remaining transfer is reset.
+    let file = lab.dir.join("dl2.bin");
+    let dl = lab.spawn_download(81, "3M", &file, 60);
+    std::thread::sleep(Duration::from_secs(1));
+    ctl_ok(&["disable", "server", "198.18.0.11", "3"]);
+    let disabled_at = Instant::now();
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(
+        show.contains("State: GOING OUT OF SERVICE (Out Of Service in 3 seconds)"),
+        "{show}"
+    );
+    let flushed =
+        wait_active_zero(&lab, "s1", Duration::from_secs(6)).map(|_| disabled_at.elapsed());
+    assert!(
+        flushed.is_some_and(|t| t >= Duration::from_millis(2500)),
+        "flushed at the delay's end, not before: {flushed:?}"
+    );
+    let (code, _) = finish(dl, disabled_at);
+    assert_eq!(code, Some(56), "the delay's end reset the transfer");
+}
+
 /// Waits until the service has no active transaction; how long it took.
 fn wait_active_zero(
     lab: &Lab,

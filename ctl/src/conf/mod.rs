@@ -103,8 +103,37 @@ impl Config {
         self.vservers.get(name).ok_or_else(|| no_such(arg, name))
     }
 
+    /// Whether a service is in service: enabled itself, and its server enabled
+    /// (`disable server` takes every service of the server out).
+    pub fn in_service(&self, s: &Service) -> bool {
+        s.settings.state.is_enabled()
+            && self
+                .servers
+                .get(s.server.as_str())
+                .is_none_or(|sv| sv.settings.state.is_enabled())
+    }
+
+    /// A monitor by name; a name that matches none exactly finds the one monitor it matches
+    /// ignoring case, as NetScaler's configurations spell the built-ins (`-monitorName HTTP`).
     pub fn monitor(&self, arg: &str, name: &str) -> Result<&Monitor> {
-        self.monitors.get(name).ok_or_else(|| no_such(arg, name))
+        if let Some(m) = self.monitors.get(name) {
+            return Ok(m);
+        }
+        let mut alike = self
+            .monitors
+            .values()
+            .filter(|m| m.name.as_str().eq_ignore_ascii_case(name));
+        match (alike.next(), alike.next()) {
+            (Some(m), None) => Ok(m),
+            _ => Err(no_such(arg, name)),
+        }
+    }
+
+    /// The configuration's spelling of a monitor name (see [`Self::monitor`]); the name as
+    /// given when no monitor has it.
+    pub fn monitor_spelling(&self, name: &crate::value::Name) -> crate::value::Name {
+        self.monitor("monitorName", name.as_str())
+            .map_or_else(|_| name.clone(), |m| m.name.clone())
     }
 
     pub fn server(&self, arg: &str, name: &str) -> Result<&Server> {

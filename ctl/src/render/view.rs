@@ -15,6 +15,8 @@ pub struct ServiceView<'a> {
     /// `ip:port` (`?` for an address that cannot be found).
     pub endpoint: String,
     pub addr: Option<std::net::IpAddr>,
+    /// Enabled, and its server too.
+    pub in_service: bool,
     /// UP, DOWN, OUT OF SERVICE or GOING OUT OF SERVICE.
     pub state: &'static str,
     pub stats: ServiceStats,
@@ -35,7 +37,8 @@ impl<'a> ServiceView<'a> {
     pub fn new(config: &'a Config, s: &'a Service, rt: &dyn Runtime) -> Self {
         let stats = rt.service(s.name.as_str());
         let effective = config.effective_monitors(s);
-        let state = if !s.settings.state.is_enabled() {
+        let in_service = config.in_service(s);
+        let state = if !in_service {
             if stats.going_out.is_some() {
                 "GOING OUT OF SERVICE"
             } else {
@@ -65,6 +68,7 @@ impl<'a> ServiceView<'a> {
             service: s,
             endpoint: format!("{ip}:{}", s.port),
             addr,
+            in_service,
             state,
             stats,
             monitors,
@@ -78,7 +82,7 @@ impl<'a> ServiceView<'a> {
     /// The state with its drain's details while it goes out of service.
     pub fn long_state(&self) -> String {
         match self.stats.going_out {
-            Some(going) if !self.service.settings.state.is_enabled() => {
+            Some(going) if !self.in_service => {
                 format!("GOING OUT OF SERVICE ({going})")
             }
             _ => self.state.to_owned(),

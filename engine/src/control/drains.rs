@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use ctl::command::{Command, Common, ServiceCmd, ServiceGroupCmd};
+use ctl::command::{Command, Common, ServerCmd, ServiceCmd, ServiceGroupCmd};
 use ctl::conf::Config;
 
 use crate::drain::Drain;
@@ -31,6 +31,16 @@ fn group_services(
                 .is_none_or(|(server, port)| m.server == *server && m.port == *port)
         })
         .map(|(_, s)| s.name.0.clone())
+        .collect()
+}
+
+/// The services on a server, group members included.
+fn server_services(config: &Config, server: &ctl::value::Name) -> Vec<String> {
+    config
+        .services
+        .values()
+        .filter(|s| s.server == *server)
+        .map(|s| s.name.0.clone())
         .collect()
 }
 
@@ -70,6 +80,29 @@ pub(super) fn drains_after(
             Command::ServiceGroup(ServiceGroupCmd::Enable { name, member }) => {
                 for service in group_services(config, name, member.as_ref()) {
                     next.remove(&service);
+                }
+            }
+            Command::Server(ServerCmd::Disable {
+                name,
+                delay,
+                graceful,
+            }) => {
+                let drain = Drain::new(now_ms, delay.map(|d| d.get()), graceful.is_yes());
+                for service in server_services(config, name) {
+                    // A service already going out on its own keeps its own drain.
+                    next.entry(service).or_insert(drain);
+                }
+            }
+            Command::Server(ServerCmd::Enable { name }) => {
+                // Services disabled on their own keep going out.
+                for service in server_services(config, name) {
+                    if config
+                        .services
+                        .get(&service)
+                        .is_some_and(|s| config.in_service(s))
+                    {
+                        next.remove(&service);
+                    }
                 }
             }
             Command::Service(ServiceCmd::Common(Common::Rename { name, new_name })) => {

@@ -42,10 +42,11 @@ impl Control {
         next: Config,
         mut drains: HashMap<String, Drain>,
     ) -> Result<(), CliError> {
+        // A drain lasts while its service is out of service, by its own state or its server's.
         drains.retain(|name, _| {
             next.services
                 .get(name.as_str())
-                .is_some_and(|s| !s.settings.state.is_enabled())
+                .is_some_and(|s| !next.in_service(s))
         });
         let mut ids = state.ids.clone();
         self.recycle_ids(&mut ids);

@@ -126,12 +126,14 @@ impl Config {
                 settings,
             } => {
                 self.service_group(group.as_str())?;
-                self.monitor("monitorName", monitor.as_str())?;
+                // Bound under the monitor's own spelling, so `save` writes that one.
+                let monitor = self.monitor("monitorName", monitor.as_str())?.name.clone();
                 let bindings = &mut self.service_groups[group.as_str()].monitors;
-                bind_monitor(bindings, monitor, settings)?;
+                bind_monitor(bindings, &monitor, settings)?;
                 group
             }
             ServiceGroupCmd::UnbindMonitor { group, monitor } => {
+                let monitor = &self.monitor_spelling(monitor);
                 let g = self.service_group(group.as_str())?;
                 let i = g
                     .monitors

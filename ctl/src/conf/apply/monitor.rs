@@ -3,7 +3,7 @@
 use super::super::Config;
 use super::super::model::*;
 use super::{exists, in_use, rename_in, require_ipv4, set_monitor_states};
-use crate::command::MonitorCmd;
+use crate::command::{MonitorCmd, ServiceCmd, ServiceGroupCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
 use crate::value::Name;
@@ -87,6 +87,40 @@ impl Config {
                 {
                     b.monitor = new_name.clone();
                 }
+            }
+            MonitorCmd::BindTo {
+                monitor,
+                target,
+                settings,
+            } => {
+                let (monitor, settings) = (monitor.clone(), settings.clone());
+                return if self.service_groups.contains_key(target.as_str()) {
+                    self.apply_group(&ServiceGroupCmd::BindMonitor {
+                        group: target.clone(),
+                        monitor,
+                        settings,
+                    })
+                } else {
+                    self.apply_service(&ServiceCmd::BindMonitor {
+                        service: target.clone(),
+                        monitor,
+                        settings,
+                    })
+                };
+            }
+            MonitorCmd::UnbindFrom { monitor, target } => {
+                let monitor = monitor.clone();
+                return if self.service_groups.contains_key(target.as_str()) {
+                    self.apply_group(&ServiceGroupCmd::UnbindMonitor {
+                        group: target.clone(),
+                        monitor,
+                    })
+                } else {
+                    self.apply_service(&ServiceCmd::UnbindMonitor {
+                        service: target.clone(),
+                        monitor,
+                    })
+                };
             }
             MonitorCmd::BindMetric {
                 monitor,

@@ -40,7 +40,7 @@ impl Config {
                 }
                 self.rename_member_server(name, new_name);
             }
-            ServerCmd::Enable { name } | ServerCmd::Disable { name } => {
+            ServerCmd::Enable { name } | ServerCmd::Disable { name, .. } => {
                 self.server("name", name.as_str())?;
                 let enable = matches!(cmd, ServerCmd::Enable { .. });
                 self.servers[name.as_str()].settings.state = state(enable);

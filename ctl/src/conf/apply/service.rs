@@ -82,11 +82,13 @@ impl Config {
                 settings,
             } => {
                 self.service("name", service.as_str())?;
-                self.monitor("monitorName", monitor.as_str())?;
+                // Bound under the monitor's own spelling, so `save` writes that one.
+                let monitor = self.monitor("monitorName", monitor.as_str())?.name.clone();
                 let bindings = &mut self.services[service.as_str()].monitors;
-                bind_monitor(bindings, monitor, settings)?;
+                bind_monitor(bindings, &monitor, settings)?;
             }
             ServiceCmd::UnbindMonitor { service, monitor } => {
+                let monitor = &self.monitor_spelling(monitor);
                 let svc = self.service("name", service.as_str())?;
                 match svc.monitors.iter().position(|b| b.monitor == *monitor) {
                     Some(i) => {
