@@ -54,6 +54,21 @@ pub enum NsIpCmd {
     Rm {
         addr: Ipv4Addr,
     },
+    Set {
+        addr: Ipv4Addr,
+        settings: Vec<NsIpSetting>,
+    },
+    Unset {
+        addr: Ipv4Addr,
+        keys: Vec<crate::conf::model::NsIpKey>,
+    },
+    /// `enable ns ip` / `disable ns ip`: the address's `-state`.
+    Enable {
+        addr: Ipv4Addr,
+    },
+    Disable {
+        addr: Ipv4Addr,
+    },
 }
 
 /// `route`: static routes toward services behind a gateway.
@@ -63,11 +78,24 @@ pub enum RouteCmd {
         network: Ipv4Addr,
         netmask: Netmask,
         gateway: Ipv4Addr,
+        settings: Vec<crate::conf::model::RouteSetting>,
     },
     Rm {
         network: Ipv4Addr,
         netmask: Netmask,
         gateway: Ipv4Addr,
+    },
+    Set {
+        network: Ipv4Addr,
+        netmask: Netmask,
+        gateway: Ipv4Addr,
+        settings: Vec<crate::conf::model::RouteSetting>,
+    },
+    Unset {
+        network: Ipv4Addr,
+        netmask: Netmask,
+        gateway: Ipv4Addr,
+        keys: Vec<crate::conf::model::RouteKey>,
     },
 }
 
@@ -78,6 +106,16 @@ pub enum ServerCmd {
         name: Name,
         addr: IpAddr,
         settings: Vec<ServerSetting>,
+    },
+    /// `set server <name> [-IPAddress <ip>] [options]`: its services follow a new address.
+    Set {
+        name: Name,
+        addr: Option<IpAddr>,
+        settings: Vec<ServerSetting>,
+    },
+    Unset {
+        name: Name,
+        keys: Vec<crate::conf::model::ServerKey>,
     },
     Rm {
         name: Name,
@@ -124,6 +162,12 @@ pub enum ServiceCmd {
         monitor: Name,
         settings: Vec<MonitorBindSetting>,
     },
+    /// `set service <name> -IPAddress <ip> [options]`: the service's own server moves.
+    Readdress {
+        name: Name,
+        addr: IpAddr,
+        settings: Vec<ServiceSetting>,
+    },
     UnbindMonitor {
         service: Name,
         monitor: Name,
@@ -146,6 +190,8 @@ pub enum ServiceGroupCmd {
         server: Name,
         port: Port,
         weight: Option<Bounded<1, 100>>,
+        /// `-state DISABLED`: bound out of service.
+        state: crate::value::EnabledDisabled,
     },
     UnbindMember {
         group: Name,

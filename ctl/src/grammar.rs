@@ -8,7 +8,7 @@ use crate::command::{
 };
 use crate::conf::model::{
     LbParameterSettings, MonitorBindSettings, MonitorSettings, NsIpSettings, OutputFormat,
-    ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
+    RouteSettings, ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
 };
 use crate::error::{CliError, ErrorKind, Result};
 use crate::keywords;
@@ -64,6 +64,8 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["lb", "vserver"], Object::LbVserver),
     (&["lb", "monitor"], Object::LbMonitor),
     (&["monitor"], Object::LbMonitor),
+    // NetScaler 9's spelling, still in old scripts (`rm vserver`, `disable vserver`).
+    (&["vserver"], Object::LbVserver),
     (&["lb", "metricTable"], Object::LbMetricTable),
     (&["lb", "parameter"], Object::LbParameter),
     (&["lb", "persistentSessions"], Object::LbPersistentSessions),
@@ -164,6 +166,20 @@ settings! {
 }
 
 settings! {
+    /// `set server <name> -IPAddress <ip>` and `set service <name> -IPAddress <ip>`.
+    pub struct ServerAddressOpt / ServerAddressSetting / ServerAddressKey {
+        ip_address: Option<std::net::IpAddr> = None, "IPAddress", IpAddress, "New address";
+    }
+}
+
+settings! {
+    /// `bind serviceGroup <sg> <server> <port> -state DISABLED`: the member's initial state.
+    pub struct MemberStateOpt / MemberStateSetting / MemberStateKey {
+        state: crate::value::EnabledDisabled = crate::value::EnabledDisabled::Enabled, "state", State, "Initial state of the member";
+    }
+}
+
+settings! {
     /// `disable service <name> [<delay>] -graceFul`.
     pub struct DisableServiceOpts / DisableServiceSetting / DisableServiceKey {
         graceful: YesNo = YesNo::No, "graceFul", Graceful, "Wait for existing connections to close";
@@ -187,6 +203,12 @@ fn group_member(a: &Args) -> Result<Option<(Name, crate::value::Port)>> {
         (None, Some(_)) => Err(missing("serverName")),
     }
 }
+
+const ROUTE: &[PosSpec] = &[
+    req::<std::net::Ipv4Addr>("network"),
+    req::<crate::value::Netmask>("netmask"),
+    req::<std::net::Ipv4Addr>("gateway"),
+];
 
 const GROUP_MEMBER: &[PosSpec] = &[
     req::<Name>("serviceGroupName"),
@@ -257,19 +279,37 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::NsIp(NsIpCmd::Add { addr: a.pos(0)?, netmask: a.pos(1)?, settings: a.settings::<NsIpSettings>()? }))),
     cmd!(Rm NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], NONE, "Remove a SNIP or VIP",
         |a| Ok(Command::NsIp(NsIpCmd::Rm { addr: a.pos(0)? }))),
+    cmd!(Set NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], &[NsIpSettings::OPTIONS], "Change a SNIP's or VIP's options",
+        |a| Ok(Command::NsIp(NsIpCmd::Set { addr: a.pos(0)?, settings: a.settings::<NsIpSettings>()? }))),
+    cmd!(unset NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], &[NsIpSettings::OPTIONS], "Return a SNIP's or VIP's options to their defaults",
+        |a| Ok(Command::NsIp(NsIpCmd::Unset { addr: a.pos(0)?, keys: a.keys::<NsIpSettings>()? }))),
+    cmd!(Enable NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], NONE, "Enable a SNIP or VIP",
+        |a| Ok(Command::NsIp(NsIpCmd::Enable { addr: a.pos(0)? }))),
+    cmd!(Disable NsIp, &[req::<std::net::Ipv4Addr>("IPAddress")], NONE, "Disable a SNIP or VIP",
+        |a| Ok(Command::NsIp(NsIpCmd::Disable { addr: a.pos(0)? }))),
     cmd!(Show NsIp, &[], OUTPUT, "Show the SNIPs and VIPs",
         |a| Ok(Command::Show { object: Object::NsIp, name: None, format: output(a)? })),
-    cmd!(Add Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
-        NONE, "Add a static route",
-        |a| Ok(Command::Route(RouteCmd::Add { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? }))),
-    cmd!(Rm Route, &[req::<std::net::Ipv4Addr>("network"), req::<crate::value::Netmask>("netmask"), req::<std::net::Ipv4Addr>("gateway")],
-        NONE, "Remove a static route",
+    cmd!(Add Route, ROUTE, &[RouteSettings::OPTIONS], "Add a static route",
+        |a| Ok(Command::Route(RouteCmd::Add { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)?, settings: a.settings::<RouteSettings>()? }))),
+    cmd!(Set Route, ROUTE, &[RouteSettings::OPTIONS], "Change a static route's options",
+        |a| Ok(Command::Route(RouteCmd::Set { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)?, settings: a.settings::<RouteSettings>()? }))),
+    cmd!(unset Route, ROUTE, &[RouteSettings::OPTIONS], "Return a static route's options to their defaults",
+        |a| Ok(Command::Route(RouteCmd::Unset { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)?, keys: a.keys::<RouteSettings>()? }))),
+    cmd!(Rm Route, ROUTE, NONE, "Remove a static route",
         |a| Ok(Command::Route(RouteCmd::Rm { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? }))),
     cmd!(Show Route, &[], OUTPUT, "Show the routes",
         |a| Ok(Command::Show { object: Object::Route, name: None, format: output(a)? })),
     // server
     cmd!(Add Server, &[req::<Name>("name"), req::<std::net::IpAddr>("IPAddress")], &[ServerSettings::OPTIONS],
         "Add a server", |a| Ok(Command::Server(ServerCmd::Add { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? }))),
+    cmd!(Set Server, NAME, &[ServerAddressOpt::OPTIONS, ServerSettings::OPTIONS], "Change a server (its services follow a new -IPAddress)",
+    |a| Ok(Command::Server(ServerCmd::Set {
+        name: a.pos(0)?,
+        addr: ServerAddressOpt::default().with(&a.settings::<ServerAddressOpt>()?).ip_address,
+        settings: a.settings::<ServerSettings>()?,
+    }))),
+    cmd!(unset Server, NAME, &[ServerSettings::OPTIONS], "Return server options to their defaults",
+        |a| Ok(Command::Server(ServerCmd::Unset { name: a.pos(0)?, keys: a.keys::<ServerSettings>()? }))),
     cmd!(Rm Server, NAME, NONE, "Remove a server (no service may use it)", |a| Ok(Command::Server(ServerCmd::Rm { name: a.pos(0)? }))),
     cmd!(Rename Server, RENAME, NONE, "Rename a server", |a| Ok(Command::Server(ServerCmd::Rename { name: a.pos(0)?, new_name: a.pos(1)? }))),
     cmd!(Enable Server, NAME, NONE, "Enable a server", |a| Ok(Command::Server(ServerCmd::Enable { name: a.pos(0)? }))),
@@ -292,8 +332,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         port: a.pos(3)?,
         settings: a.settings::<ServiceSettings>()?,
     }))),
-    cmd!(Set Service, NAME, &[ServiceSettings::OPTIONS], "Change a service",
-        |a| Ok(Command::Service(ServiceCmd::Common(Common::Set { name: a.pos(0)?, settings: a.settings::<ServiceSettings>()? })))),
+    cmd!(Set Service, NAME, &[ServerAddressOpt::OPTIONS, ServiceSettings::OPTIONS], "Change a service (-IPAddress moves its server)",
+    |a| {
+        let (name, settings) = (a.pos(0)?, a.settings::<ServiceSettings>()?);
+        Ok(Command::Service(match ServerAddressOpt::default().with(&a.settings::<ServerAddressOpt>()?).ip_address {
+            Some(addr) => ServiceCmd::Readdress { name, addr, settings },
+            None => ServiceCmd::Common(Common::Set { name, settings }),
+        }))
+    }),
     cmd!(unset Service, NAME, &[ServiceSettings::OPTIONS], "Return service options to their defaults",
         |a| Ok(Command::Service(ServiceCmd::Common(Common::Unset { name: a.pos(0)?, keys: a.keys::<ServiceSettings>()? })))),
     cmd!(Rm Service, NAME, NONE, "Remove a service (and its bindings)", |a| Ok(Command::Service(ServiceCmd::Common(Common::Rm { name: a.pos(0)? })))),
@@ -333,12 +379,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Common(Common::Rm { name: a.pos(0)? })))),
     cmd!(Rename ServiceGroup, RENAME, NONE, "Rename a service group",
         |a| Ok(Command::ServiceGroup(ServiceGroupCmd::Common(Common::Rename { name: a.pos(0)?, new_name: a.pos(1)? })))),
-    cmd!(Bind ServiceGroup, GROUP_MEMBER, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS],
-    "Bind a member (server and port, -weight) or a monitor (-monitorName) to a service group",
+    cmd!(Bind ServiceGroup, GROUP_MEMBER, &[MonitorNameOpt::OPTIONS, MonitorBindSettings::OPTIONS, MemberStateOpt::OPTIONS],
+    "Bind a member (server and port, -weight, -state) or a monitor (-monitorName) to a service group",
     |a| {
         let group = a.pos(0)?;
         let monitor = MonitorNameOpt::default().with(&a.settings::<MonitorNameOpt>()?).monitor_name;
         let settings = a.settings::<MonitorBindSettings>()?;
+        let member_state = a.settings::<MemberStateOpt>()?;
+        if monitor.is_some() && !member_state.is_empty() {
+            return Err(CliError::arg(ErrorKind::InvalidArgumentValue, "state")
+                .with_detail("-state is a member's option; a monitor binding takes -monState"));
+        }
+        let state = MemberStateOpt::default().with(&member_state).state;
         match (group_member(a)?, monitor) {
             (Some((server, port)), None) => {
                 // A member takes -weight only; the other options are a monitor binding's.
@@ -350,7 +402,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                             .with_detail("Monitor options need -monitorName")),
                     }
                 }
-                Ok(Command::ServiceGroup(ServiceGroupCmd::BindMember { group, server, port, weight }))
+                Ok(Command::ServiceGroup(ServiceGroupCmd::BindMember { group, server, port, weight, state }))
             }
             (None, Some(monitor)) => Ok(Command::ServiceGroup(ServiceGroupCmd::BindMonitor { group, monitor, settings })),
             (None, None) => Err(missing("serverName")),

@@ -490,6 +490,8 @@ mod round_trip {
             Just("unset lb monitor https HTTP -secure".to_owned()),
             (0..4u8, any::<bool>()).prop_map(|(i, v)| format!("add ns ip 198.18.{i}.254 255.255.255.0 -type {}", if v { "VIP" } else { "SNIP" })),
             (0..4u8).prop_map(|i| format!("add route 198.20.{i}.0 255.255.255.0 198.18.{i}.1")),
+            (0..4u8, 1..255u8, any::<u16>()).prop_map(|(i, d, c)| format!("set route 198.20.{i}.0 255.255.255.0 198.18.{i}.1 -distance {d} -cost {c} -advertise ENABLED")),
+            (0..4u8).prop_map(|i| format!("unset route 198.20.{i}.0 255.255.255.0 198.18.{i}.1 -distance -advertise")),
             (0..3u8).prop_map(|i| format!("set lb vserver vs{i} -netmask 255.255.255.0 -cltTimeout 77")),
             (0..3u8).prop_map(|i| format!("disable lb vserver vs{i}")),
             (0..3u8, 1..1440u32).prop_map(|(i, t)| format!("set lb vserver vs{i} -persistenceType SOURCEIP -timeout {t}")),
@@ -497,6 +499,7 @@ mod round_trip {
             (0..3u8, any::<bool>()).prop_map(|(g, udp)| format!("add serviceGroup sg{g} {}", if udp { "UDP" } else { "HTTP" })),
             (0..3u8, 11..15u8, 1..100u8).prop_map(|(g, ip, w)| format!("bind serviceGroup sg{g} 198.18.0.{ip} 80 -weight {w}")),
             (0..3u8, 0..3u8).prop_map(|(g, s)| format!("bind serviceGroup sg{g} web{s} 8080")),
+            (0..3u8, 15..18u8).prop_map(|(g, ip)| format!("bind serviceGroup sg{g} 198.18.0.{ip} 80 -state DISABLED -weight 4")),
             (0..3u8, 11..15u8).prop_map(|(g, ip)| format!("unbind serviceGroup sg{g} 198.18.0.{ip} 80")),
             (0..3u8, 0..4u8).prop_map(|(g, m)| format!("bind serviceGroup sg{g} -monitorName mon{m} -weight 2")),
             (0..3u8, 0..3u8).prop_map(|(g, v)| format!("bind lb vserver vs{v} sg{g}")),
@@ -632,4 +635,98 @@ fn disable_server_takes_its_delay_and_graceful_forms() {
     );
     run(&mut c, "enable server web1").unwrap();
     assert!(c.in_service(&c.services["svc1"]));
+}
+
+/// `bind serviceGroup … -state DISABLED` binds a member out of service, as saved configs do.
+#[test]
+fn a_member_bound_disabled_is_out_of_service() {
+    let mut c = config_of(BASE);
+    run(&mut c, "add serviceGroup sg1 HTTP").unwrap();
+    run(
+        &mut c,
+        "bind serviceGroup sg1 198.18.0.21 80 -state DISABLED",
+    )
+    .unwrap();
+    run(&mut c, "bind serviceGroup sg1 198.18.0.22 80").unwrap();
+    let g = &c.service_groups["sg1"];
+    let states: Vec<bool> = c
+        .group_members(g)
+        .iter()
+        .map(|(_, s)| c.in_service(s))
+        .collect();
+    assert_eq!(states, [false, true]);
+    assert_eq!(
+        run(
+            &mut c,
+            "bind serviceGroup sg1 -monitorName tcp -state DISABLED"
+        ),
+        Err("ERROR: -state is a member's option; a monitor binding takes -monState [state]".into())
+    );
+}
+
+/// The verbs saved configurations and scripts use on servers, services, addresses and
+/// vservers beyond `add`.
+#[test]
+fn set_verbs_on_servers_services_addresses_and_legacy_vserver_words() {
+    let mut c = config_of(BASE);
+    run(
+        &mut c,
+        "set server web1 -IPAddress 198.18.0.31 -comment moved",
+    )
+    .unwrap();
+    assert_eq!(
+        c.service_addr(&c.services["svc1"]),
+        Some("198.18.0.31".parse().unwrap())
+    );
+    run(&mut c, "unset server web1 -comment").unwrap();
+    assert!(c.servers["web1"].settings.comment.is_none());
+    // svc2 was made from a bare IP: its server is its own.
+    run(
+        &mut c,
+        "set service svc2 -IPAddress 198.18.0.32 -maxClient 7",
+    )
+    .unwrap();
+    assert_eq!(
+        c.service_addr(&c.services["svc2"]),
+        Some("198.18.0.32".parse().unwrap())
+    );
+    assert_eq!(c.services["svc2"].settings.max_client.get(), 7);
+    run(&mut c, "add service svc3 web1 TCP 8080").unwrap();
+    let before = c.clone();
+    let e = run(&mut c, "set service svc1 -IPAddress 198.18.0.33").unwrap_err();
+    assert!(e.contains("shared with service svc3"), "{e}");
+    assert_eq!(c, before);
+    // Addresses: options change, the type does not, and none can be disabled.
+    run(
+        &mut c,
+        "set ns ip 198.18.0.2 -mgmtAccess ENABLED -hostRoute ENABLED",
+    )
+    .unwrap();
+    run(&mut c, "unset ns ip 198.18.0.2 -hostRoute").unwrap();
+    run(&mut c, "enable ns ip 198.18.0.2").unwrap();
+    let ip = &c.ns_ips[&"198.18.0.2".parse::<std::net::Ipv4Addr>().unwrap()];
+    assert!(ip.settings.mgmt_access.is_enabled() && !ip.settings.host_route.is_enabled());
+    let before = c.clone();
+    assert!(
+        run(&mut c, "set ns ip 198.18.0.2 -type VIP")
+            .unwrap_err()
+            .contains("cannot change")
+    );
+    assert!(
+        run(&mut c, "disable ns ip 198.18.0.2")
+            .unwrap_err()
+            .contains("Disabled addresses are not implemented")
+    );
+    assert!(
+        run(&mut c, "set ns ip 198.18.9.9 -arp ENABLED")
+            .unwrap_err()
+            .contains("No such resource")
+    );
+    assert_eq!(c, before);
+    // NetScaler 9's `vserver` spelling.
+    run(&mut c, "disable vserver vs1").unwrap();
+    assert!(!c.vservers["vs1"].settings.state.is_enabled());
+    run(&mut c, "enable vserver vs1").unwrap();
+    run(&mut c, "rm vserver vs1").unwrap();
+    assert!(c.vservers.is_empty());
 }

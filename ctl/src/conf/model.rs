@@ -454,12 +454,33 @@ impl NsIp {
     }
 }
 
+settings! {
+    /// `add/set route` options. One static gateway per route serves here: the dynamic-routing
+    /// and ECMP options are stored and saved but change nothing.
+    pub struct RouteSettings / RouteSetting / RouteKey {
+        distance: Bounded<1, 255> = Bounded::new(1), "distance", Distance, "Administrative distance (stored; no effect)";
+        cost: Bounded<0, 65535> = Bounded::new(0), "cost", Cost, "Route cost (stored; no effect)";
+        weight: Bounded<1, 65535> = Bounded::new(1), "weight", Weight, "ECMP weight (stored; no effect)";
+        advertise: EnabledDisabled = EnabledDisabled::Disabled, "advertise", Advertise, "Advertise through routing protocols (stored; no effect)";
+        msr: EnabledDisabled = EnabledDisabled::Disabled, "msr", Msr, "Monitored static route (stored; no effect)";
+        monitor: Option<Name> = None, "monitor", Monitor, "Monitor of a monitored static route (stored; no effect)";
+    }
+}
+
 /// `add route <network> <netmask> <gateway>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     pub network: Ipv4Addr,
     pub netmask: Netmask,
     pub gateway: Ipv4Addr,
+    pub settings: RouteSettings,
+}
+
+impl Route {
+    /// The same route (network, mask, gateway), whatever its options.
+    pub fn is(&self, network: Ipv4Addr, netmask: Netmask, gateway: Ipv4Addr) -> bool {
+        (self.network, self.netmask, self.gateway) == (network, netmask, gateway)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -54,6 +54,7 @@ pub fn render(config: &Config, stamp: &str) -> String {
         value(&mut l, &r.network);
         value(&mut l, &r.netmask);
         value(&mut l, &r.gateway);
+        r.settings.render_non_default(&mut l);
         line(l);
     }
     for s in config.servers.values() {

@@ -9,7 +9,7 @@ use super::{
 use crate::command::{Common, ServiceGroupCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
-use crate::value::{Bounded, EnabledDisabled, Name};
+use crate::value::{Bounded, Name};
 
 impl Config {
     /// Applies a service-group command; on error nothing has changed.
@@ -84,6 +84,7 @@ impl Config {
                 server,
                 port,
                 weight,
+                state,
             } => {
                 let g = self.service_group(group.as_str())?;
                 check_port(g.service_type, *port)?;
@@ -107,7 +108,7 @@ impl Config {
                         server,
                         port: *port,
                         weight: weight.unwrap_or(Bounded::new(1)),
-                        state: EnabledDisabled::Enabled,
+                        state: *state,
                     });
                 group
             }

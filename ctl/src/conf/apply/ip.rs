@@ -6,6 +6,8 @@ use super::exists;
 use crate::command::{NsIpCmd, RouteCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
+use crate::value::Netmask;
+use std::net::Ipv4Addr;
 
 impl Config {
     pub(super) fn apply_ns_ip(&mut self, cmd: &NsIpCmd) -> Result<()> {
@@ -25,6 +27,35 @@ impl Config {
                     settings: NsIpSettings::default().with(settings),
                 };
                 self.ns_ips.insert(*addr, ip);
+            }
+            NsIpCmd::Set { addr, settings } => {
+                if settings.iter().any(|s| matches!(s, NsIpSetting::Type(_))) {
+                    return Err(CliError::arg(ErrorKind::InvalidArgumentValue, "type")
+                        .with_detail("The type of an address cannot change once it is added"));
+                }
+                settings.iter().try_for_each(NsIpSetting::check_supported)?;
+                let ip = self.ns_ip_mut(*addr)?;
+                for s in settings {
+                    ip.settings.apply(s);
+                }
+            }
+            NsIpCmd::Unset { addr, keys } => {
+                if keys.contains(&NsIpKey::Type) {
+                    return Err(CliError::arg(ErrorKind::InvalidArgumentValue, "type")
+                        .with_detail("The type of an address cannot change once it is added"));
+                }
+                let ip = self.ns_ip_mut(*addr)?;
+                for k in keys {
+                    ip.settings.reset(*k);
+                }
+            }
+            // Addresses are always enabled (disabling one is refused, as `-state DISABLED`).
+            NsIpCmd::Enable { addr } => {
+                self.ns_ip_mut(*addr)?;
+            }
+            NsIpCmd::Disable { addr } => {
+                self.ns_ip_mut(*addr)?;
+                NsIpSetting::State(crate::value::EnabledDisabled::Disabled).check_supported()?;
             }
             NsIpCmd::Rm { addr } => {
                 let ip = self.ns_ips.get(addr).ok_or_else(|| {
@@ -62,6 +93,7 @@ impl Config {
                 network,
                 netmask,
                 gateway,
+                settings,
             } => {
                 if u32::from(*network) & !netmask.bits() != 0 {
                     return Err(CliError::arg_value(
@@ -71,14 +103,19 @@ impl Config {
                     )
                     .with_detail("Network address has host bits set"));
                 }
+                if self
+                    .routes
+                    .iter()
+                    .any(|r| r.is(*network, *netmask, *gateway))
+                {
+                    return Err(exists("network", &network.to_string()));
+                }
                 let route = Route {
                     network: *network,
                     netmask: *netmask,
                     gateway: *gateway,
+                    settings: RouteSettings::default().with(settings),
                 };
-                if self.routes.contains(&route) {
-                    return Err(exists("network", &network.to_string()));
-                }
                 if !self
                     .ns_ips
                     .values()
@@ -98,25 +135,49 @@ impl Config {
                 netmask,
                 gateway,
             } => {
-                let route = Route {
-                    network: *network,
-                    netmask: *netmask,
-                    gateway: *gateway,
-                };
-                let i = self
-                    .routes
-                    .iter()
-                    .position(|r| *r == route)
-                    .ok_or_else(|| {
-                        CliError::arg_value(
-                            ErrorKind::NoSuchResource,
-                            "network",
-                            network.to_string(),
-                        )
-                    })?;
+                let i = self.route_index(*network, *netmask, *gateway)?;
                 self.routes.remove(i);
+            }
+            RouteCmd::Set {
+                network,
+                netmask,
+                gateway,
+                settings,
+            } => {
+                let i = self.route_index(*network, *netmask, *gateway)?;
+                for s in settings {
+                    self.routes[i].settings.apply(s);
+                }
+            }
+            RouteCmd::Unset {
+                network,
+                netmask,
+                gateway,
+                keys,
+            } => {
+                let i = self.route_index(*network, *netmask, *gateway)?;
+                for k in keys {
+                    self.routes[i].settings.reset(*k);
+                }
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    fn ns_ip_mut(&mut self, addr: Ipv4Addr) -> Result<&mut NsIp> {
+        self.ns_ips.get_mut(&addr).ok_or_else(|| {
+            CliError::arg_value(ErrorKind::NoSuchResource, "IPAddress", addr.to_string())
+        })
+    }
+
+    fn route_index(&self, network: Ipv4Addr, netmask: Netmask, gateway: Ipv4Addr) -> Result<usize> {
+        self.routes
+            .iter()
+            .position(|r| r.is(network, netmask, gateway))
+            .ok_or_else(|| {
+                CliError::arg_value(ErrorKind::NoSuchResource, "network", network.to_string())
+            })
     }
 }

@@ -26,6 +26,29 @@ impl Config {
                 };
                 self.servers.insert(name.0.clone(), server);
             }
+            ServerCmd::Set {
+                name,
+                addr,
+                settings,
+            } => {
+                self.server("name", name.as_str())?;
+                if let Some(addr) = addr {
+                    require_ipv4("IPAddress", *addr)?;
+                }
+                let server = &mut self.servers[name.as_str()];
+                if let Some(addr) = addr {
+                    server.addr = *addr;
+                }
+                for s in settings {
+                    server.settings.apply(s);
+                }
+            }
+            ServerCmd::Unset { name, keys } => {
+                self.server("name", name.as_str())?;
+                for k in keys {
+                    self.servers[name.as_str()].settings.reset(*k);
+                }
+            }
             ServerCmd::Rm { name } => {
                 self.server("name", name.as_str())?;
                 if let Some(user) = self.server_user(name) {

@@ -2,15 +2,18 @@
 
 use super::super::Config;
 use super::super::model::*;
-use super::{bind_monitor, check_port, exists, no_such, rename_in, set_in, state, unset_in};
+use super::{
+    bind_monitor, check_port, exists, no_such, rename_in, require_ipv4, set_in, state, unset_in,
+};
 use crate::command::{Common, ServiceCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
 
 impl Config {
     pub(super) fn apply_service(&mut self, cmd: &ServiceCmd) -> Result<()> {
-        if let ServiceCmd::Add { settings, .. } | ServiceCmd::Common(Common::Set { settings, .. }) =
-            cmd
+        if let ServiceCmd::Add { settings, .. }
+        | ServiceCmd::Common(Common::Set { settings, .. })
+        | ServiceCmd::Readdress { settings, .. } = cmd
         {
             settings
                 .iter()
@@ -45,6 +48,34 @@ impl Config {
                     self.servers.insert(s.name.0.clone(), s);
                 }
                 self.services.insert(name.0.clone(), service);
+            }
+            ServiceCmd::Readdress {
+                name,
+                addr,
+                settings,
+            } => {
+                require_ipv4("IPAddress", *addr)?;
+                let server = self.service("name", name.as_str())?.server.clone();
+                // Another service on the same server would move too: that is `set server`'s.
+                if let Some(other) = self
+                    .services
+                    .values()
+                    .find(|s| s.server == server && s.name != *name)
+                {
+                    return Err(CliError::arg_value(
+                        ErrorKind::InvalidArgumentValue,
+                        "IPAddress",
+                        addr.to_string(),
+                    )
+                    .with_detail(format!(
+                        "Server {server} is shared with service {}; use set server {server} -IPAddress",
+                        other.name
+                    )));
+                }
+                if let Some(sv) = self.servers.get_mut(server.as_str()) {
+                    sv.addr = *addr;
+                }
+                set_in(&mut self.services, name, settings, no_such("name", name))?;
             }
             ServiceCmd::Common(Common::Set { name, settings }) => {
                 set_in(&mut self.services, name, settings, no_such("name", name))?;
