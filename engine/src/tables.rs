@@ -36,6 +36,8 @@ pub struct RtService {
     /// does, so each adds its ports to the tuples toward the service (the first is `path`'s).
     pub sources: Box<[Ipv4Addr]>,
     pub timeouts: Timeouts,
+    /// `-maxClient`: at this many open flows the service takes no new one (0 = no limit).
+    pub max_client: u64,
     pub down_state_flush: bool,
     /// Disabled: from this time (the workers' clock, ms) its flows are flushed when
     /// `down_state_flush`; `None` while enabled or draining gracefully (see [`crate::drain`]).
@@ -274,9 +276,7 @@ impl Tables {
             if services.len() <= id {
                 services.resize(id + 1, None);
             }
-            let (clt, _) = s.service_type.default_timeouts();
             let enabled = config.in_service(s);
-            let idle = s.settings.clt_timeout.map_or(clt, |t| t.get()) * 1000;
             services[id] = Some(RtService {
                 name: s.name.0.clone(),
                 addr,
@@ -297,10 +297,11 @@ impl Tables {
                     .unwrap_or_default(),
                 timeouts: Timeouts {
                     embryonic: 30_000,
-                    idle,
+                    idle: idle_ms(s),
                     half_closed: 60_000,
                     closed: 2_000,
                 },
+                max_client: s.settings.max_client.get(),
                 down_state_flush: s.settings.down_state_flush.is_enabled(),
                 flush_from_ms: (!enabled).then_some(0),
             });
@@ -448,5 +449,53 @@ impl Tables {
         self.snips()
             .find(|s| contains(s.addr, s.mask, ip))
             .map(|s| s.addr)
+    }
+}
+
+/// A flow's idle timeout: the smaller of the service's client and server idle timeouts. A
+/// proxy closes one side when either expires, which ends the connection; this engine has
+/// one flow for both sides, so the first to expire ends it too. 0 means no timeout.
+fn idle_ms(s: &ctl::conf::Service) -> u64 {
+    let (clt, svr) = s.service_type.default_timeouts();
+    let pick = |t: Option<ctl::value::Bounded<0, 31_536_000>>, default: u64| match t {
+        Some(t) if t.get() == 0 => u64::MAX / 1000,
+        Some(t) => t.get(),
+        None => default,
+    };
+    let secs = pick(s.settings.clt_timeout, clt).min(pick(s.settings.svr_timeout, svr));
+    secs.saturating_mul(1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idle_ms;
+
+    fn service(line: &str) -> ctl::conf::Service {
+        let (c, errors) = ctl::conf::replay_text(line);
+        assert!(errors.is_empty(), "{errors:?}");
+        c.services["s"].clone()
+    }
+
+    #[test]
+    fn the_idle_timeout_is_the_smaller_of_client_and_server() {
+        assert_eq!(
+            idle_ms(&service("add service s 198.18.0.11 HTTP 80")),
+            180_000
+        );
+        assert_eq!(
+            idle_ms(&service("add service s 198.18.0.11 TCP 80 -svrTimeout 60")),
+            60_000
+        );
+        assert_eq!(
+            idle_ms(&service(
+                "add service s 198.18.0.11 TCP 80 -cltTimeout 30 -svrTimeout 60"
+            )),
+            30_000
+        );
+        assert!(
+            idle_ms(&service(
+                "add service s 198.18.0.11 UDP 53 -cltTimeout 0 -svrTimeout 0"
+            )) > 1 << 60
+        );
     }
 }

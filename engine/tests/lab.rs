@@ -1197,6 +1197,59 @@ bind lb vserver v1 s1
     assert_eq!(code, Some(56), "the delay's end reset the transfer");
 }
 
+/// The open flows of a service, from `stat service -format json`.
+fn active_flows(lab: &Lab, service: &str) -> u64 {
+    let out = lab.ctl(&["stat", "service", service, "-format", "json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The JSON line, then the prompt's " Done".
+    let json = text
+        .lines()
+        .find(|l| l.trim_start().starts_with('['))
+        .unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let n = &v[0]["activetransactions"];
+    n.as_u64()
+        .or_else(|| n.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
+/// `-maxClient 2`: the service never holds more than two open flows; the others go to the
+/// other services, and once its flows end it takes new ones again.
+#[test]
+fn max_client_caps_the_open_flows_of_a_service() {
+    use std::time::Duration;
+    let mut lab = Lab::up("maxcl", 2);
+    let conf = format!(
+        "{SERVICES}set service s1 -maxClient 2
+add lb vserver web TCP {VIP} 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+bind lb vserver web s2
+"
+    );
+    lab.start(&conf, 80);
+    // Eight idle connections held open (nginx waits for a request).
+    let idle: Vec<_> = (0..8)
+        .map(|_| {
+            let c = lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:80"), "-"]);
+            std::thread::sleep(Duration::from_millis(100));
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (a1, a2) = (active_flows(&lab, "s1"), active_flows(&lab, "s2"));
+    assert_eq!((a1, a2), (2, 6), "s1 capped at 2, the rest on s2");
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(show.contains("Max Conn: 2"), "{show}");
+    for mut c in idle {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // The engine sees the FINs; s1 is back under its cap and takes its share again.
+    assert!(wait_active_zero(&lab, "s1", Duration::from_secs(5)).is_some());
+    let names = lab.curl_new_connections(80, "/", 10);
+    assert_eq!(count(&names, "backend-1"), 5, "{names:?}");
+}
+
 /// Waits until the service has no active transaction; how long it took.
 fn wait_active_zero(
     lab: &Lab,

@@ -15,10 +15,11 @@ pub(super) struct LiveView<'a> {
 impl ServiceView for LiveView<'_> {
     #[inline]
     fn is_candidate(&self, s: ServiceId) -> bool {
-        self.tables
-            .service(s)
-            .is_some_and(|x| x.enabled && x.path.is_some())
-            && self.health.is_up(s)
+        self.tables.service(s).is_some_and(|x| {
+            x.enabled
+                && x.path.is_some()
+                && (x.max_client == 0 || self.counters.active(s) < x.max_client)
+        }) && self.health.is_up(s)
     }
     #[inline]
     fn load_excluded(&self, s: ServiceId) -> bool {
