@@ -78,6 +78,11 @@ const ABSENT_VALUES: &[(&str, &[&str], &str)] = &[
         "is an L7 load-balancing method; Fulcrum balances at L4",
     ),
     (
+        "soBackupAction",
+        &["REDIRECT"],
+        "is an HTTP redirection, an L7 feature; Fulcrum balances at L4",
+    ),
+    (
         "type",
         &[
             "HTTP2",

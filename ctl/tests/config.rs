@@ -520,6 +520,9 @@ mod round_trip {
             }),
             (0..3u8, any::<u32>()).prop_map(|(i, n)| format!("set lb vserver vs{i} -RHIstate ACTIVE -backupLBMethod LEASTCONNECTION -devno {n}")),
             (0..3u8).prop_map(|i| format!("add lb vserver nonaddr{i} TCP 0.0.0.0 0")),
+            (0..3u8, 0..3u8, 1..1000u32).prop_map(|(i, b, t)| format!("set lb vserver vs{i} -backupVServer nonaddr{b} -soMethod CONNECTION -soThreshold {t} -soBackupAction DROP")),
+            (0..3u8, 0..3u8).prop_map(|(i, b)| format!("set lb vserver nonaddr{i} -backupVServer vs{b} -soMethod HEALTH -soThreshold 50")),
+            (0..3u8).prop_map(|i| format!("rm lb vserver nonaddr{i}")),
             (0..1_000_000u32, any::<bool>()).prop_map(|(n, v)| format!("set lb parameter -sessionsThreshold {n} -preferDirectRoute {} -retainServiceState ON -dbsTtl {n} -lbHashFingers 100", if v { "YES" } else { "NO" })),
             (0..4u8, any::<u32>()).prop_map(|(i, n)| format!("add server srv{i} 198.18.1.{i} -devno {n}")),
             (0..3u8).prop_map(|g| format!("rm serviceGroup sg{g}")),
@@ -729,4 +732,59 @@ fn set_verbs_on_servers_services_addresses_and_legacy_vserver_words() {
     run(&mut c, "enable vserver vs1").unwrap();
     run(&mut c, "rm vserver vs1").unwrap();
     assert!(c.vservers.is_empty());
+}
+
+/// `-backupVServer` names an existing vserver of the same transport; chains never loop; a
+/// vserver that is someone's backup is not removed; renames follow.
+#[test]
+fn backup_vservers_are_checked_and_follow_renames() {
+    let mut c = config_of(BASE);
+    run(&mut c, "add lb vserver b1 HTTP 0.0.0.0 0").unwrap();
+    run(&mut c, "add lb vserver b2 HTTP 0.0.0.0 0 -backupVServer b1").unwrap();
+    run(
+        &mut c,
+        "set lb vserver vs1 -backupVServer b2 -soMethod CONNECTION -soThreshold 10",
+    )
+    .unwrap();
+    let before = c.clone();
+    assert_eq!(
+        run(&mut c, "set lb vserver b1 -backupVServer vs1"),
+        Err(
+            "ERROR: The chain of backup vservers comes back to this vserver [backupVServer, vs1]"
+                .into()
+        )
+    );
+    assert_eq!(
+        run(&mut c, "set lb vserver b1 -backupVServer nosuch"),
+        Err("ERROR: No such resource [backupVServer, nosuch]".into())
+    );
+    assert!(
+        run(&mut c, "add lb vserver u1 UDP 0.0.0.0 0 -backupVServer b1")
+            .unwrap_err()
+            .contains("cannot back up")
+    );
+    assert_eq!(
+        run(&mut c, "rm lb vserver b2"),
+        Err("ERROR: Vserver is the backup of vserver vs1 [name, b2]".into())
+    );
+    assert!(
+        run(&mut c, "set lb vserver vs1 -soBackupAction REDIRECT")
+            .unwrap_err()
+            .contains("L7")
+    );
+    assert_eq!(c, before);
+    run(&mut c, "rename lb vserver b2 b2x").unwrap();
+    assert_eq!(
+        c.vservers["vs1"]
+            .settings
+            .backup_vserver
+            .as_ref()
+            .map(|n| n.as_str()),
+        Some("b2x")
+    );
+    // Saved with the backups named after every vserver exists; replays the same.
+    let saved = ctl::conf::render(&c, "now");
+    let (again, errors) = ctl::conf::replay_text(&saved);
+    assert!(errors.is_empty(), "{errors:?}\n{saved}");
+    assert_eq!(again, c);
 }

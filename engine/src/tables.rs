@@ -17,6 +17,7 @@ use ctl::conf::{Config, IpType, LbMethod, Transport};
 use ctl::value::Port;
 
 use crate::flow::Timeouts;
+use crate::lb::spill::{Fallback, Spill, SpillAction};
 use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
 use crate::persist::PersistTable;
 use crate::wire::Proto;
@@ -58,6 +59,8 @@ pub struct RtVserver {
     /// Its sessions, shared by the workers and kept across generations (see
     /// [`Tables::attach_persistence`]).
     pub persist: Option<Arc<PersistTable>>,
+    /// Backup vserver and spillover (see [`crate::lb::spill`]).
+    pub fallback: Fallback,
 }
 
 /// What an address of ours is for.
@@ -312,9 +315,14 @@ impl Tables {
         let mut exact = HashMap::new();
         let mut any_port = HashMap::new();
         for v in config.vservers.values() {
-            let Some((IpAddr::V4(vip), port)) = v.vip else {
-                continue;
+            // A vserver without an address serves only as a backup: in the tables, not in
+            // the address maps.
+            let (vip, port) = match v.vip {
+                Some((IpAddr::V4(vip), port)) => (vip, port),
+                Some((IpAddr::V6(_), _)) => continue,
+                None => (Ipv4Addr::UNSPECIFIED, Port::Any),
             };
+            let addressable = v.vip.is_some();
             // Bound services, and bound groups as their members with the members' weights.
             let members = config
                 .bound_services(v)
@@ -346,7 +354,10 @@ impl Tables {
                 Port::Any => None,
                 Port::Number(p) => Some(p),
             };
-            for proto in protos(v.service_type.transport()) {
+            for proto in protos(v.service_type.transport())
+                .iter()
+                .filter(|_| addressable)
+            {
                 match port {
                     Some(p) => {
                         exact.insert((u32::from(vip), proto.number(), p), index);
@@ -367,7 +378,36 @@ impl Tables {
                     == ctl::conf::Persistence::SourceIp)
                     .then(|| v.settings.timeout.get() * 60),
                 persist: None,
+                fallback: Fallback {
+                    backup: None,
+                    spill: spill_of(&v.settings),
+                    action: match v.settings.so_backup_action {
+                        Some(ctl::conf::SpilloverAction::Drop) => SpillAction::Drop,
+                        _ => SpillAction::Accept,
+                    },
+                },
             });
+        }
+        // Backups by index, once every vserver has one.
+        let index_of: HashMap<&str, usize> = vservers
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.name.as_str(), i))
+            .collect();
+        let backups: Vec<Option<usize>> = vservers
+            .iter()
+            .map(|v| {
+                let b = config
+                    .vservers
+                    .get(v.name.as_str())?
+                    .settings
+                    .backup_vserver
+                    .as_ref()?;
+                index_of.get(b.as_str()).copied()
+            })
+            .collect();
+        for (v, b) in vservers.iter_mut().zip(backups) {
+            v.fallback.backup = b;
         }
         ids.services
             .retire_unless(|name| config.services.contains_key(name), generation);
@@ -449,6 +489,37 @@ impl Tables {
         self.snips()
             .find(|s| contains(s.addr, s.mask, ip))
             .map(|s| s.addr)
+    }
+}
+
+/// The spillover rule of a vserver's settings (a method without its threshold has none).
+fn spill_of(s: &ctl::conf::VserverSettings) -> Option<Spill> {
+    use ctl::conf::SpilloverMethod as M;
+    let threshold = s.so_threshold.map(|t| t.get());
+    match s.so_method {
+        M::None => None,
+        M::DynamicConnection => Some(Spill::DynamicConnection),
+        M::Connection => threshold.map(Spill::Connection),
+        M::Bandwidth => threshold.map(Spill::Bandwidth),
+        M::Health => threshold.map(Spill::Health),
+    }
+}
+
+impl crate::lb::spill::Vservers for Tables {
+    fn enabled(&self, vs: usize) -> bool {
+        self.vservers.get(vs).is_some_and(|v| v.enabled)
+    }
+    fn members(&self, vs: usize) -> &[crate::lb::Member] {
+        self.vservers.get(vs).map_or(&[], |v| v.pool.members())
+    }
+    fn fallback(&self, vs: usize) -> Fallback {
+        self.vservers
+            .get(vs)
+            .map(|v| v.fallback)
+            .unwrap_or_default()
+    }
+    fn max_client(&self, service: ServiceId) -> u64 {
+        self.service(service).map_or(0, |s| s.max_client)
     }
 }
 

@@ -24,6 +24,8 @@ pub enum DropReason {
     VserverDisabled,
     /// The vserver has no candidate service (all DOWN, disabled or unbound).
     NoService,
+    /// The vserver spills over, no backup takes the connection, and `-soBackupAction DROP`.
+    SpilledOver,
     /// TCP segment without SYN that belongs to no flow.
     NoFlow,
     /// The flow table is full: new flows are dropped, existing ones are never evicted.
@@ -59,7 +61,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 26] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -70,6 +72,7 @@ impl DropReason {
         Self::NoVserver,
         Self::VserverDisabled,
         Self::NoService,
+        Self::SpilledOver,
         Self::NoFlow,
         Self::FlowTableFull,
         Self::NatPortsExhausted,
@@ -105,6 +108,7 @@ impl fmt::Display for DropReason {
             Self::NoVserver => "no vserver",
             Self::VserverDisabled => "vserver disabled",
             Self::NoService => "no service UP",
+            Self::SpilledOver => "spillover without backup (DROP)",
             Self::NoFlow => "no flow",
             Self::FlowTableFull => "flow table full",
             Self::NatPortsExhausted => "NAT ports exhausted",

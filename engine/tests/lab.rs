@@ -1250,6 +1250,89 @@ bind lb vserver web s2
     assert_eq!(count(&names, "backend-1"), 5, "{names:?}");
 }
 
+/// A backup vserver (without an address, as NetScaler saves one) takes new connections while
+/// the primary is DOWN or spills over; established flows stay where they are.
+#[test]
+fn a_backup_vserver_takes_over_when_the_primary_is_down_or_spills_over() {
+    use std::time::Duration;
+    let mut lab = Lab::up("backup", 2);
+    let conf = format!(
+        "{SERVICES}add lb vserver bk HTTP 0.0.0.0 0
+add lb vserver web HTTP {VIP} 80 -backupVServer bk
+bind lb vserver web s1
+bind lb vserver bk s2
+"
+    );
+    lab.start(&conf, 80);
+    let ctl_ok = |args: &[&str]| {
+        let out = lab.ctl(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-1"), 6, "{names:?}");
+    // The primary's only service out: the backup serves.
+    ctl_ok(&["disable", "service", "s1"]);
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-2"), 6, "{names:?}");
+    ctl_ok(&["enable", "service", "s1"]);
+    // Spillover at two connections: two held open stay on s1, the next go to the backup.
+    ctl_ok(&[
+        "set",
+        "lb",
+        "vserver",
+        "web",
+        "-soMethod",
+        "CONNECTION",
+        "-soThreshold",
+        "2",
+    ]);
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let c = lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:80"), "-"]);
+            std::thread::sleep(Duration::from_millis(200));
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(active_flows(&lab, "s1"), 2);
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-2"), 6, "spilled over: {names:?}");
+    let stat =
+        String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver", "bk"]).stdout).into_owned();
+    assert!(stat.contains("bk"), "{stat}");
+    // Without a backup and with DROP, a spilling vserver refuses new connections.
+    ctl_ok(&["unset", "lb", "vserver", "web", "-backupVServer"]);
+    ctl_ok(&["set", "lb", "vserver", "web", "-soBackupAction", "DROP"]);
+    let out = lab
+        .client_spawn(&[
+            "curl",
+            "-s",
+            "--connect-timeout",
+            "2",
+            "-o",
+            "/dev/null",
+            &format!("http://{VIP}/"),
+        ])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(28), "the SYN was dropped");
+    let drops = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    assert!(drops.contains("spillover without backup (DROP)"), "{drops}");
+    for mut c in held {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // Under the threshold again, the primary serves.
+    assert!(wait_active_zero(&lab, "s1", Duration::from_secs(5)).is_some());
+    let names = lab.curl_new_connections(80, "/", 4);
+    assert_eq!(count(&names, "backend-1"), 4, "{names:?}");
+}
+
 /// Waits until the service has no active transaction; how long it took.
 fn wait_active_zero(
     lab: &Lab,

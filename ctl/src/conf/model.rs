@@ -95,6 +95,20 @@ keywords! {
 }
 
 keywords! {
+    /// `-soMethod` of a vserver.
+    pub enum SpilloverMethod {
+        None = "NONE", Connection = "CONNECTION", DynamicConnection = "DYNAMICCONNECTION",
+        Bandwidth = "BANDWIDTH", Health = "HEALTH",
+    }
+}
+
+keywords! {
+    /// `-soBackupAction`: what a vserver that should spill over does without a usable
+    /// backup (REDIRECT, an HTTP redirection, is refused as L7).
+    pub enum SpilloverAction { Drop = "DROP", Accept = "ACCEPT" }
+}
+
+keywords! {
     /// `-gui` of `add ns ip`.
     pub enum GuiAccess { Enabled = "ENABLED", SecureOnly = "SECUREONLY", Disabled = "DISABLED" }
 }
@@ -338,6 +352,13 @@ settings! {
         down_state_flush: EnabledDisabled = EnabledDisabled::Enabled, "downStateFlush", DownStateFlush, "Flush flows when the vserver goes DOWN";
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
         comment: Option<Text> = None, "comment", Comment, "Free text";
+        backup_vserver: Option<Name> = None, "backupVServer", BackupVserver, "Vserver for new connections while this one is DOWN or spills over";
+        so_method: SpilloverMethod = SpilloverMethod::None, "soMethod", SoMethod, "Spillover: CONNECTION, DYNAMICCONNECTION, BANDWIDTH or HEALTH";
+        so_threshold: Option<Bounded<1, 4_294_967_287>> = None, "soThreshold", SoThreshold, "Spillover threshold (connections, kbit/s, or percent of UP weight)";
+        so_backup_action: Option<SpilloverAction> = None, "soBackupAction", SoBackupAction, "When spilling over with no usable backup: DROP or ACCEPT";
+        so_persistence: EnabledDisabled = EnabledDisabled::Disabled, "soPersistence", SoPersistence, "Keep spilled clients on the backup (stored; no effect)";
+        so_persistence_timeout: Bounded<2, 1440> = Bounded::new(2), "soPersistenceTimeOut", SoPersistenceTimeout, "Spillover persistence timeout, minutes (stored; no effect)";
+        disable_primary_on_down: EnabledDisabled = EnabledDisabled::Disabled, "disablePrimaryOnDown", DisablePrimaryOnDown, "A primary that went DOWN stays out until enabled (stored; no effect)";
         backup_lb_method: LbMethod = LbMethod::RoundRobin, "backupLBMethod", BackupLbMethod, "Method while LRTM/CUSTOMLOAD lack samples (stored; round robin applies)";
         rhi_state: RhiState = RhiState::Passive, "RHIstate", RhiState, "Route health injection state (stored; no effect)";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";

@@ -150,8 +150,22 @@ pub fn render(config: &Config, stamp: &str) -> String {
             value(&mut l, ip);
             value(&mut l, port);
         }
-        v.settings.render_non_default(&mut l);
+        // The backup may be added after this vserver: it is named once all exist.
+        VserverSettings {
+            backup_vserver: None,
+            ..v.settings.clone()
+        }
+        .render_non_default(&mut l);
         line(l);
+    }
+    for v in config.vservers.values() {
+        if let Some(b) = &v.settings.backup_vserver {
+            let mut l = "set lb vserver".to_owned();
+            name(&mut l, &v.name);
+            l.push_str(" -backupVServer");
+            name(&mut l, b);
+            line(l);
+        }
     }
     for v in config.vservers.values() {
         for b in &v.bindings {

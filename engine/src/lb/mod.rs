@@ -13,6 +13,7 @@
 mod hash;
 mod least;
 mod rr;
+pub mod spill;
 mod view;
 
 use std::fmt;

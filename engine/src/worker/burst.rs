@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 
 use crate::flow::{Flow, FlowKey, InsertError, Side, TcpProgress};
-use crate::lb::{self, ServiceView};
+use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
 use crate::wire::{self, Ipv4, Packet, Proto, TransportChecksum};
@@ -230,9 +230,9 @@ impl Worker {
             .tables
             .vserver_for(ip.dst, ip.proto, ip.dst_port)
             .ok_or(DropReason::NoVserver)? as usize;
-        let vserver = &self.tables.vservers[vs];
-        let vserver_id = vserver.id;
-        if !vserver.enabled {
+        let fallback = self.tables.vservers[vs].fallback;
+        // Without a backup a disabled vserver refuses; with one, its backup may serve.
+        if fallback.is_none() && !self.tables.vservers[vs].enabled {
             return Err(DropReason::VserverDisabled);
         }
         let opens_connection = ip.tcp.syn && !ip.tcp.ack;
@@ -244,6 +244,16 @@ impl Worker {
             health: &self.health,
             counters: &self.counters,
         };
+        let vs = if fallback.is_none() {
+            vs
+        } else {
+            spill::serving(&*self.tables, vs, &view).map_err(|r| match r {
+                spill::Refusal::NoService => DropReason::NoService,
+                spill::Refusal::SpilledOver => DropReason::SpilledOver,
+            })?
+        };
+        let vserver = &self.tables.vservers[vs];
+        let vserver_id = vserver.id;
         let hash_key = lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port);
         // SOURCEIP persistence: the client's service while its session lasts, if that service
         // is still a candidate of this vserver; otherwise the method decides.

@@ -12,6 +12,7 @@ pub enum User<'a> {
     Service(&'a Name),
     ServiceGroup(&'a Name),
     Monitor(&'a Name),
+    Vserver(&'a Name),
 }
 
 impl fmt::Display for User<'_> {
@@ -20,6 +21,7 @@ impl fmt::Display for User<'_> {
             Self::Service(n) => write!(f, "service {n}"),
             Self::ServiceGroup(n) => write!(f, "service group {n}"),
             Self::Monitor(n) => write!(f, "monitor {n}"),
+            Self::Vserver(n) => write!(f, "vserver {n}"),
         }
     }
 }

@@ -4,11 +4,13 @@ use std::net::IpAddr;
 
 use super::super::Config;
 use super::super::model::*;
-use super::{check_port, exists, no_such, rename_in, require_ipv4, set_in, state, unset_in};
+use super::{
+    check_port, exists, in_use, no_such, rename_in, require_ipv4, set_in, state, unset_in,
+};
 use crate::command::{Common, VserverCmd};
 use crate::error::{CliError, ErrorKind, Result};
 use crate::settings::Settings;
-use crate::value::Port;
+use crate::value::{Name, Port};
 
 /// Whether two types' transports can collide on one address and port.
 fn transports_overlap(a: ServiceType, b: ServiceType) -> bool {
@@ -41,19 +43,46 @@ impl Config {
                     bindings: Vec::new(),
                 };
                 self.vservers.insert(name.0.clone(), vs);
+                if let Err(e) = self.check_backup(name) {
+                    self.vservers.shift_remove(name.as_str());
+                    return Err(e);
+                }
             }
             VserverCmd::Common(Common::Set { name, settings }) => {
+                let before = self.vserver("name", name.as_str())?.settings.clone();
                 set_in(&mut self.vservers, name, settings, no_such("name", name))?;
+                if let Err(e) = self.check_backup(name) {
+                    self.vservers[name.as_str()].settings = before;
+                    return Err(e);
+                }
             }
             VserverCmd::Common(Common::Unset { name, keys }) => {
                 unset_in(&mut self.vservers, name, keys, no_such("name", name))?;
             }
             VserverCmd::Common(Common::Rm { name }) => {
                 self.vserver("name", name.as_str())?;
+                if let Some(user) = self
+                    .vservers
+                    .values()
+                    .find(|v| v.settings.backup_vserver.as_ref() == Some(name))
+                {
+                    return Err(in_use(
+                        "name",
+                        name,
+                        "Vserver",
+                        "the backup of",
+                        super::User::Vserver(&user.name),
+                    ));
+                }
                 self.vservers.shift_remove(name.as_str());
             }
             VserverCmd::Common(Common::Rename { name, new_name }) => {
                 rename_in(&mut self.vservers, name, new_name, false)?;
+                for v in self.vservers.values_mut() {
+                    if v.settings.backup_vserver.as_ref() == Some(name) {
+                        v.settings.backup_vserver = Some(new_name.clone());
+                    }
+                }
             }
             VserverCmd::Enable { name } | VserverCmd::Disable { name } => {
                 self.vserver("name", name.as_str())?;
@@ -120,6 +149,42 @@ impl Config {
                     })?;
                 self.vservers[vserver.as_str()].bindings.remove(i);
             }
+        }
+        Ok(())
+    }
+
+    /// A vserver's backup exists, carries the same transport, and the chain of backups
+    /// from it never comes back to it.
+    fn check_backup(&self, name: &Name) -> Result<()> {
+        let vs = self.vserver("name", name.as_str())?;
+        let Some(first) = &vs.settings.backup_vserver else {
+            return Ok(());
+        };
+        let mut next = Some(first);
+        let mut seen = vec![name];
+        while let Some(b) = next {
+            let backup = self.vserver("backupVServer", b.as_str())?;
+            if seen.contains(&b) {
+                return Err(CliError::arg_value(
+                    ErrorKind::InvalidArgumentValue,
+                    "backupVServer",
+                    first.as_str(),
+                )
+                .with_detail("The chain of backup vservers comes back to this vserver"));
+            }
+            if !transports_overlap(vs.service_type, backup.service_type) {
+                return Err(CliError::arg_value(
+                    ErrorKind::TypeMismatch,
+                    "backupVServer",
+                    b.as_str(),
+                )
+                .with_detail(format!(
+                    "A {} vserver cannot back up a {} vserver",
+                    backup.service_type, vs.service_type
+                )));
+            }
+            seen.push(b);
+            next = backup.settings.backup_vserver.as_ref();
         }
         Ok(())
     }
