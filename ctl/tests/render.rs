@@ -17,6 +17,7 @@ impl Runtime for Fixed {
             window_packets: 3,
             window_bytes: 400,
             response_time_us: Some(1500),
+            measured_response_time_us: None,
             load: None,
             // s1 is disabled gracefully with a 2000 s cap in the test below.
             going_out: (name == "s1").then_some(GoingOut {

@@ -33,6 +33,10 @@ struct Slot {
     bytes: AtomicU64,
     window_packets: AtomicU64,
     window_bytes: AtomicU64,
+    /// Moving average (1/8 per sample) of the responses timed on this core, µs
+    /// (LEASTRESPONSETIME), and how many were timed.
+    response_us: AtomicU64,
+    responses: AtomicU64,
     /// The second the newest bucket belongs to.
     head: AtomicU64,
     buckets: [Bucket; WINDOW_SECS],
@@ -98,6 +102,7 @@ struct Base {
     hits: AtomicU64,
     packets: AtomicU64,
     bytes: AtomicU64,
+    responses: AtomicU64,
 }
 
 /// The counters of every service on every core.
@@ -220,6 +225,33 @@ impl Counters {
         }
     }
 
+    /// The service's response time as the data path measured it (LEASTRESPONSETIME): the
+    /// cores' moving averages, each weighted by its samples (up to 16); `None` until one
+    /// was timed since the id was given to the service.
+    pub fn response_time_us(&self, service: u32) -> Option<u64> {
+        let base = self
+            .base
+            .get(service as usize)
+            .map_or(0, |b| b.responses.load(Relaxed));
+        let timed = self.sum(service, |s| s.responses.load(Relaxed));
+        if timed.wrapping_sub(base) == 0 {
+            return None;
+        }
+        let (weighted, weights) = self
+            .cores
+            .iter()
+            .filter_map(|c| c.slots.get(service as usize))
+            .map(|s| {
+                let w = s.responses.load(Relaxed).min(16);
+                (
+                    u128::from(s.response_us.load(Relaxed)) * u128::from(w),
+                    u128::from(w),
+                )
+            })
+            .fold((0u128, 0u128), |(a, b), (x, y)| (a + x, b + y));
+        (weights > 0).then(|| (weighted / weights) as u64)
+    }
+
     /// Flows naming `service` in any core's table.
     pub fn flows(&self, service: u32) -> u64 {
         let sum: i64 = self
@@ -257,6 +289,8 @@ impl Counters {
                 .store(self.sum(service, |s| s.packets.load(Relaxed)), Relaxed);
             b.bytes
                 .store(self.sum(service, |s| s.bytes.load(Relaxed)), Relaxed);
+            b.responses
+                .store(self.sum(service, |s| s.responses.load(Relaxed)), Relaxed);
         }
     }
 
@@ -331,6 +365,24 @@ impl CoreWriter {
     pub fn flow_closed(&self, service: u32) {
         if let Some(s) = self.slot(service) {
             s.active.store(s.active.load(Relaxed) - 1, Relaxed);
+        }
+    }
+
+    /// A response of `service` timed at `ms` (see [`Counters::response_time_us`]).
+    #[inline]
+    pub fn response(&self, service: u32, ms: u64) {
+        if let Some(s) = self.slot(service) {
+            let sample = ms.saturating_mul(1000);
+            let n = s.responses.load(Relaxed);
+            let avg = s.response_us.load(Relaxed);
+            let next = if n == 0 {
+                sample
+            } else {
+                // avg + (sample - avg) / 8, in signed arithmetic.
+                (avg as i128 + (sample as i128 - avg as i128) / 8).max(0) as u64
+            };
+            s.response_us.store(next, Relaxed);
+            s.responses.store(n.wrapping_add(1), Relaxed);
         }
     }
 

@@ -57,6 +57,21 @@ pub struct TcpProgress {
     pub client_fin: bool,
     pub server_fin: bool,
     pub reset: bool,
+    /// Timing the first response; see [`TcpProgress::response`].
+    pub timing: Timing,
+}
+
+/// Where a connection's response timing stands. Compact: flows are many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timing {
+    /// No data from the client yet.
+    #[default]
+    Idle,
+    /// The client's first data went to the service at this time (the worker's clock, ms,
+    /// wrapping: responses take far less than 49 days).
+    Awaiting(u32),
+    /// Timed, or not to be timed: later requests would measure the client's pauses too.
+    Done,
 }
 
 impl TcpProgress {
@@ -69,6 +84,30 @@ impl TcpProgress {
             }
         }
         self.reset |= flags.rst;
+    }
+
+    /// The response time of the connection's first request, once: from the client's first
+    /// data segment forwarded to the service's first data segment back (LEASTRESPONSETIME).
+    pub fn response(&mut self, side: Side, flags: TcpFlags, now_ms: u64) -> Option<u64> {
+        if !flags.data {
+            return None;
+        }
+        match (side, self.timing) {
+            (_, Timing::Done) | (Side::Client, Timing::Awaiting(_)) => None,
+            (Side::Client, Timing::Idle) => {
+                self.timing = Timing::Awaiting(now_ms as u32);
+                None
+            }
+            (Side::Server, Timing::Awaiting(at)) => {
+                self.timing = Timing::Done;
+                Some(u64::from((now_ms as u32).wrapping_sub(at)))
+            }
+            // A server that speaks first (SMTP, FTP banners) is no request's answer.
+            (Side::Server, Timing::Idle) => {
+                self.timing = Timing::Done;
+                None
+            }
+        }
     }
 
     pub fn is_closed(&self) -> bool {
@@ -439,6 +478,47 @@ mod tests {
             }
         }
         assert_eq!(t.len(), 32);
+    }
+
+    #[test]
+    fn the_first_response_of_a_connection_is_timed_once() {
+        let data = TcpFlags {
+            ack: true,
+            data: true,
+            ..TcpFlags::default()
+        };
+        let ack = TcpFlags {
+            ack: true,
+            ..TcpFlags::default()
+        };
+        let mut p = TcpProgress::default();
+        assert_eq!(
+            p.response(Side::Client, ack, 1),
+            None,
+            "the handshake's ACK"
+        );
+        assert_eq!(p.response(Side::Client, data, 10), None);
+        assert_eq!(
+            p.response(Side::Client, data, 12),
+            None,
+            "more of the request"
+        );
+        assert_eq!(
+            p.response(Side::Server, ack, 20),
+            None,
+            "an ACK is no answer"
+        );
+        assert_eq!(p.response(Side::Server, data, 35), Some(25));
+        assert_eq!(p.response(Side::Client, data, 40), None);
+        assert_eq!(
+            p.response(Side::Server, data, 90),
+            None,
+            "only the first request"
+        );
+        let mut banner = TcpProgress::default();
+        assert_eq!(banner.response(Side::Server, data, 5), None);
+        assert_eq!(banner.response(Side::Client, data, 6), None);
+        assert_eq!(banner.response(Side::Server, data, 9), None);
     }
 
     #[test]

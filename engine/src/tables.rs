@@ -222,6 +222,7 @@ pub fn method_of(m: LbMethod) -> Method {
         L::RoundRobin => Method::RoundRobin,
         L::LeastConnection => Method::LeastConnection,
         L::Lrtm => Method::Lrtm,
+        L::LeastResponseTime => Method::LeastResponseTime,
         L::LeastPackets => Method::LeastPackets,
         L::LeastBandwidth => Method::LeastBandwidth,
         L::CustomLoad => Method::CustomLoad,

@@ -869,6 +869,61 @@ bind service s3 -monitorName rt
     );
 }
 
+/// LEASTRESPONSETIME without any monitor timing anything: the data path times each
+/// connection's first response and sends more new connections to the faster backends.
+#[test]
+fn least_response_time_prefers_the_faster_backends_from_real_traffic() {
+    let mut lab = Lab::up("lrt", 3);
+    let conf = format!(
+        "{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod LEASTRESPONSETIME
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+"
+    );
+    lab.start(&conf, 80);
+    // Until every service has a sample the vserver uses round robin and says why.
+    let show =
+        String::from_utf8_lossy(&lab.ctl(&["show", "lb", "vserver", "web"]).stdout).into_owned();
+    assert!(
+        show.contains("Reason: Response time not yet known for a bound service"),
+        "{show}"
+    );
+    let out = lab.client(&[
+        "wrk",
+        "-t1",
+        "-c24",
+        "-d4s",
+        "-H",
+        "Connection: close",
+        &format!("http://{VIP}/lrtm"),
+    ]);
+    assert!(out.status.success());
+    let hits = |s: &str| -> u64 {
+        let text =
+            String::from_utf8_lossy(&lab.ctl(&["stat", "service", s, "-format", "json"]).stdout)
+                .into_owned();
+        text.split("\"hits\":")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let (slow, fast, middle) = (hits("s1"), hits("s2"), hits("s3"));
+    eprintln!(
+        "LEASTRESPONSETIME new connections: 5 ms backend {slow}, 1 ms backend {fast}, 2 ms backend {middle}"
+    );
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s1"]).stdout).into_owned();
+    assert!(
+        show.contains("Measured Response Time (data path):"),
+        "{show}"
+    );
+    assert!(
+        fast > slow * 3 / 2 && middle > slow,
+        "5 ms: {slow}, 1 ms: {fast}, 2 ms: {middle}"
+    );
+}
+
 #[test]
 fn garbage_and_silent_peers_fail_their_probes_without_stalling_the_monitor_core() {
     use std::time::Duration;

@@ -32,6 +32,7 @@ pub fn service(v: &ServiceView) -> Value {
         "packetsrate": st.rates.packets,
         "bytesrate": st.rates.bytes,
         "responsetime_us": st.response_time_us,
+        "measuredresponsetime_us": st.measured_response_time_us,
         "load": st.load,
     })
 }

@@ -30,6 +30,8 @@ pub struct ServiceStats {
     pub window_packets: u64,
     pub window_bytes: u64,
     pub response_time_us: Option<u64>,
+    /// Measured by the data path on real traffic (LEASTRESPONSETIME).
+    pub measured_response_time_us: Option<u64>,
     pub load: Option<u64>,
     /// Disabled with a delay or gracefully, and not out of service yet.
     pub going_out: Option<GoingOut>,

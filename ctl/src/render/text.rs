@@ -135,6 +135,12 @@ pub fn show_service(view: &ServiceView, out: &mut String) {
         "\tHealth monitoring: {}\n",
         s.settings.health_monitor
     ));
+    if let Some(rt) = view.stats.measured_response_time_us {
+        out.push_str(&format!(
+            "\tMeasured Response Time (data path): {:.1} millisec\n",
+            rt as f64 / 1000.0
+        ));
+    }
     for (i, m) in view.monitors.iter().enumerate() {
         out.push_str(&format!("\n{})\tMonitor Name: {}\n", i + 1, m.name));
         out.push_str(&format!(

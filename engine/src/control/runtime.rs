@@ -99,6 +99,7 @@ impl Runtime for LiveRuntime<'_> {
             window_packets: t.window_packets,
             window_bytes: t.window_bytes,
             response_time_us: self.control.health.response_time(id),
+            measured_response_time_us: self.control.counters.response_time_us(id),
             load: self.control.health.load(id),
             going_out: self.drains.get(name).and_then(|d| {
                 let going = d.going(self.control.now_ms(), t.active)?;
@@ -128,6 +129,11 @@ impl Runtime for LiveRuntime<'_> {
         let reason = match method {
             Some(LbMethod::Lrtm)
                 if missing(&|s| self.control.health.response_time(s).is_some()) =>
+            {
+                Some(RoundRobinReason::ResponseTimeMissing)
+            }
+            Some(LbMethod::LeastResponseTime)
+                if missing(&|s| self.control.counters.response_time_us(s).is_some()) =>
             {
                 Some(RoundRobinReason::ResponseTimeMissing)
             }

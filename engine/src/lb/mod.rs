@@ -41,6 +41,8 @@ pub enum Method {
     RoundRobin,
     LeastConnection,
     Lrtm,
+    /// LRTM's rule on response times the data path measures (see [`Stat::MeasuredResponseTime`]).
+    LeastResponseTime,
     LeastPackets,
     LeastBandwidth,
     CustomLoad,
@@ -199,9 +201,14 @@ impl Pool {
             }
             Method::LeastPackets => self.least(state, |s| view.sample(s, Stat::Packets).into())?,
             Method::LeastBandwidth => self.least(state, |s| view.sample(s, Stat::Bytes).into())?,
-            Method::Lrtm => {
+            Method::Lrtm | Method::LeastResponseTime => {
+                let stat = if self.method == Method::Lrtm {
+                    Stat::ResponseTime
+                } else {
+                    Stat::MeasuredResponseTime
+                };
                 self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
-                    match view.sample(s, Stat::ResponseTime) {
+                    match view.sample(s, stat) {
                         // Both factors capped at 2^32 so the product fits 64 bits exactly.
                         Sample::Value(rt) => {
                             let cap = u64::from(u32::MAX);

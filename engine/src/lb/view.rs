@@ -23,6 +23,12 @@ pub trait ServiceView {
     fn response_time(&self, service: ServiceId) -> Option<u64>;
     /// CUSTOMLOAD load, `None` until the LOAD monitor has a sample.
     fn load(&self, service: ServiceId) -> Option<u64>;
+    /// The response time the data path measured on real traffic (LEASTRESPONSETIME), `None`
+    /// until one was timed. A plain table has one response-time column for both methods.
+    #[inline]
+    fn measured_response_time(&self, service: ServiceId) -> Option<u64> {
+        self.response_time(service)
+    }
 
     /// The candidate check and one statistic, for the selection loop. Implementations
     /// provide the parts; this one rule combines them.
@@ -36,6 +42,7 @@ pub trait ServiceView {
             Stat::Packets => Some(self.packets(service)),
             Stat::Bytes => Some(self.bytes(service)),
             Stat::ResponseTime => self.response_time(service),
+            Stat::MeasuredResponseTime => self.measured_response_time(service),
             Stat::Load => self.load(service),
         };
         value.map_or(Sample::Missing, Sample::Value)
@@ -49,6 +56,8 @@ pub enum Stat {
     Packets,
     Bytes,
     ResponseTime,
+    /// Measured by the data path (LEASTRESPONSETIME).
+    MeasuredResponseTime,
     Load,
 }
 

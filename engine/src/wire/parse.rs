@@ -16,6 +16,8 @@ pub struct TcpFlags {
     pub ack: bool,
     pub fin: bool,
     pub rst: bool,
+    /// The segment carries payload (data, not only flags).
+    pub data: bool,
 }
 
 /// An ARP packet for IPv4 over Ethernet.
@@ -153,6 +155,7 @@ fn parse_ipv4(payload: &[u8]) -> Result<Packet, DropReason> {
                 ack: tcp.ack(),
                 fin: tcp.fin(),
                 rst: tcp.rst(),
+                data: body.len() > tcp.slice().len(),
             };
         }
         IpNumber::UDP => {

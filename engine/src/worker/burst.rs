@@ -375,6 +375,9 @@ impl Worker {
         };
         flow.last_seen = now_ms;
         note_progress(&self.writer, flow, side, ip.tcp);
+        if let Some(ms) = flow.tcp.response(side, ip.tcp, now_ms) {
+            self.writer.response(flow.service, ms);
+        }
         let flow = *flow;
         let (port, dst_mac) = match side {
             Side::Client => {

@@ -45,4 +45,8 @@ impl ServiceView for LiveView<'_> {
     fn load(&self, s: ServiceId) -> Option<u64> {
         self.health.load(s)
     }
+    #[inline]
+    fn measured_response_time(&self, s: ServiceId) -> Option<u64> {
+        self.counters.response_time_us(s)
+    }
 }
