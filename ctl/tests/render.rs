@@ -242,3 +242,41 @@ fn stat_ns_lists_each_worker_in_text_and_json() {
         }
     ));
 }
+
+/// What an L4 engine stores without applying is shown where it was set, with that note;
+/// a vserver shows its backup and spillover.
+#[test]
+fn stored_only_options_are_shown_with_their_note() {
+    let conf = format!(
+        "{CONF}set service s1 -CKA YES -devno 7
+set ns ip 198.18.0.2 -mgmtAccess ENABLED
+set lb parameter -sessionsThreshold 5000
+add lb vserver bk HTTP 0.0.0.0 0
+set lb vserver web -backupVServer bk -soMethod CONNECTION -soThreshold 9 -RHIstate ACTIVE
+add route 198.20.0.0 255.255.0.0 198.18.0.1 -distance 5
+"
+    );
+    let (c, e) = replay_text(&conf);
+    assert!(e.is_empty(), "{e:?}");
+    let note = "\tStored and saved, no effect in an L4 engine:";
+    let cases = [
+        (Object::Service, Some("s1"), " -CKA YES -devno 7"),
+        (Object::NsIp, None, " -mgmtAccess ENABLED"),
+        (Object::LbParameter, None, " -sessionsThreshold 5000"),
+        (Object::LbVserver, Some("web"), " -RHIstate ACTIVE"),
+        (Object::Route, None, " -distance 5"),
+    ];
+    for (object, name, options) in cases {
+        let out = show(&c, object, name, false, &Fixed).unwrap();
+        let want = format!("{note}{options}");
+        assert!(out.lines().any(|l| l == want), "missing {want:?} in\n{out}");
+    }
+    let out = show(&c, Object::LbVserver, Some("web"), false, &Fixed).unwrap();
+    assert!(out.contains("\tBackup: bk\n"), "{out}");
+    assert!(
+        out.contains("\tSpillover: CONNECTION threshold 9 backup action ACCEPT\n"),
+        "{out}"
+    );
+    let out = show(&c, Object::Service, Some("s2"), false, &Fixed).unwrap();
+    assert!(!out.contains(note), "nothing stored-only set on s2:\n{out}");
+}

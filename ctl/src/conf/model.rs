@@ -657,3 +657,69 @@ impl MonitorSettings {
         Ok(())
     }
 }
+
+/// The options an L4 engine stores and saves back but does not apply, per object: `show`
+/// prints those that are set, with a note saying so.
+pub mod stored_only {
+    use super::*;
+
+    pub const SERVICE: &[ServiceKey] = &[
+        ServiceKey::MaxReq,
+        ServiceKey::Gslb,
+        ServiceKey::Cip,
+        ServiceKey::UseProxyPort,
+        ServiceKey::Sp,
+        ServiceKey::Cka,
+        ServiceKey::Tcpb,
+        ServiceKey::Cmp,
+        ServiceKey::Devno,
+    ];
+    pub const SERVER: &[ServerKey] = &[ServerKey::Devno];
+    pub const VSERVER: &[VserverKey] = &[
+        VserverKey::RhiState,
+        VserverKey::BackupLbMethod,
+        VserverKey::SoPersistence,
+        VserverKey::SoPersistenceTimeout,
+        VserverKey::DisablePrimaryOnDown,
+        VserverKey::Devno,
+    ];
+    pub const MONITOR: &[MonitorKey] = &[MonitorKey::Deviation, MonitorKey::Devno];
+    pub const NS_IP: &[NsIpKey] = &[
+        NsIpKey::Vserver,
+        NsIpKey::ArpResponse,
+        NsIpKey::IcmpResponse,
+        NsIpKey::MgmtAccess,
+        NsIpKey::Telnet,
+        NsIpKey::Ftp,
+        NsIpKey::Gui,
+        NsIpKey::Ssh,
+        NsIpKey::Snmp,
+        NsIpKey::RestrictAccess,
+        NsIpKey::DynamicRouting,
+        NsIpKey::HostRoute,
+        NsIpKey::HostRtGw,
+        NsIpKey::NetworkRoute,
+        NsIpKey::VserverRhiLevel,
+    ];
+    pub const LB_PARAMETER: &[LbParameterKey] = &[
+        LbParameterKey::SessionsThreshold,
+        LbParameterKey::PreferDirectRoute,
+        LbParameterKey::AllowBoundSvcRemoval,
+        LbParameterKey::RetainServiceState,
+        LbParameterKey::DbsTtl,
+        LbParameterKey::MaxPipelineNat,
+        LbParameterKey::MonitorSkipMaxClient,
+        LbParameterKey::MonitorConnectionClose,
+        LbParameterKey::VserverSpecificMac,
+        LbParameterKey::LbHashAlgorithm,
+        LbParameterKey::LbHashFingers,
+    ];
+    pub const ROUTE: &[RouteKey] = &[
+        RouteKey::Distance,
+        RouteKey::Cost,
+        RouteKey::Weight,
+        RouteKey::Advertise,
+        RouteKey::Msr,
+        RouteKey::Monitor,
+    ];
+}

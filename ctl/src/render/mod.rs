@@ -39,6 +39,24 @@ pub struct ServiceStats {
     pub rates: Rates,
 }
 
+/// One line listing the options of `settings` among `keys` (stored, saved back, not
+/// applied by an L4 engine) that are set; nothing when none is.
+pub fn stored_line<S: crate::settings::Settings>(settings: &S, keys: &[S::Key], out: &mut String) {
+    let mut only = settings.clone();
+    for k in settings.explicit() {
+        if !keys.contains(&k) {
+            only.reset(k);
+        }
+    }
+    let mut options = String::new();
+    only.render_non_default(&mut options);
+    if !options.is_empty() {
+        out.push_str(&format!(
+            "\tStored and saved, no effect in an L4 engine:{options}\n"
+        ));
+    }
+}
+
 /// Per-second rates of hits, packets and bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rates {

@@ -68,6 +68,7 @@ pub fn show(
             for ip in config.ns_ips.values() {
                 i += 1;
                 out.push_str(&format!("{i})\t{:<16} 0               {:<16} Active   ENABLED  ENABLED  NA       ENABLED\n", ip.addr, ip.settings.kind.keyword()));
+                super::stored_line(&ip.settings, stored_only::NS_IP, &mut out);
             }
             for v in config.vservers.values() {
                 if let Some((addr, _)) = v.vip
@@ -91,6 +92,7 @@ pub fn show(
                     s.addr,
                     s.settings.state
                 ));
+                super::stored_line(&s.settings, stored_only::SERVER, &mut out);
             }
         }
         Object::Route => {
@@ -102,11 +104,13 @@ pub fn show(
                     r.netmask.addr(),
                     r.gateway
                 ));
+                super::stored_line(&r.settings, stored_only::ROUTE, &mut out);
             }
         }
         Object::LbParameter => {
             let p = &config.lb_parameter;
             out.push_str(&format!("\tStartup RR factor: {}\n\tConsolidated Least Conn: {}\n\tUse port for hash LB: {}\n", p.startup_rr_factor.get(), p.consolidated_lconn, p.use_port_for_hash_lb));
+            super::stored_line(p, stored_only::LB_PARAMETER, &mut out);
         }
         Object::LbPersistentSessions => {
             let list = pick(
@@ -223,6 +227,8 @@ fn show_monitor(m: &Monitor, out: &mut String) {
                 | "destIP"
                 | "destPort"
                 | "state"
+                | "deviation"
+                | "devno"
         ) {
             continue;
         }
@@ -240,6 +246,7 @@ fn show_monitor(m: &Monitor, out: &mut String) {
         out.push_str("Special parameters:\n");
         out.push_str(&special);
     }
+    super::stored_line(&m.settings, stored_only::MONITOR, out);
 }
 
 /// The value of one monitor option as it would be typed.

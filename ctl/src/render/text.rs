@@ -1,7 +1,7 @@
 //! The views in NetScaler's text layouts.
 
 use crate::conf::model::*;
-use crate::value::{ArgValue, YesNo};
+use crate::value::YesNo;
 
 use super::WorkerRow;
 use super::view::{GroupView, ServiceView, VserverView};
@@ -52,6 +52,22 @@ pub fn show_vserver(view: &VserverView, out: &mut String) {
         view.members.len()
     ));
     out.push_str(&format!("\tConfigured Method: {}\n", v.settings.lb_method));
+    if let Some(b) = &v.settings.backup_vserver {
+        out.push_str(&format!("\tBackup: {b}\n"));
+    }
+    if v.settings.so_method != SpilloverMethod::None {
+        out.push_str(&format!(
+            "\tSpillover: {} threshold {} backup action {}\n",
+            v.settings.so_method,
+            v.settings
+                .so_threshold
+                .map_or("-".into(), |t| t.get().to_string()),
+            v.settings
+                .so_backup_action
+                .map_or("ACCEPT", |a| a.keyword())
+        ));
+    }
+    super::stored_line(&v.settings, stored_only::VSERVER, out);
     if let Some(reason) = &view.stats.round_robin_reason {
         out.push_str(&format!(
             "\tCurrent Method: Round Robin, Reason: {reason}\n"
@@ -121,7 +137,7 @@ pub fn show_service(view: &ServiceView, out: &mut String) {
         s.settings.usip.unwrap_or(YesNo::No),
         s.settings.use_proxy_port
     ));
-    l7_settings(&s.settings, out);
+    super::stored_line(&s.settings, stored_only::SERVICE, out);
     out.push_str(&format!(
         "\tIdle timeout: Client: {} sec\tServer: {} sec\n",
         timeout(s.settings.clt_timeout, clt),
@@ -240,17 +256,6 @@ pub fn stat_vserver(view: &VserverView, out: &mut String) {
     }
 }
 
-/// The settings a proxy would apply and an L4 engine stores as given, with a note saying so.
-fn l7_settings(s: &ServiceSettings, out: &mut String) {
-    let mut cip = String::new();
-    s.cip.render(&mut cip);
-    out.push_str(&format!(
-        "\tClient IP: {cip}\tSurge Protection: {}\tClient Keepalive(CKA): {}\tTCP Buffering(TCPB): {}\tHTTP Compression(CMP): {}\n",
-        s.sp, s.cka, s.tcpb, s.cmp
-    ));
-    out.push_str("\t(-maxReq, -cip, -sp, -CKA, -TCPB and -CMP are stored and saved; they have no effect in an L4 engine)\n");
-}
-
 /// `show serviceGroup <sg>`: the group's state and settings, then one block per member.
 pub fn show_group(view: &GroupView, out: &mut String) {
     let g = view.group;
@@ -268,7 +273,7 @@ pub fn show_group(view: &GroupView, out: &mut String) {
         g.settings.down_state_flush,
         g.settings.health_monitor
     ));
-    l7_settings(&g.settings, out);
+    super::stored_line(&g.settings, stored_only::SERVICE, out);
     for (i, (m, s)) in view.members.iter().enumerate() {
         out.push_str(&format!(
             "\n{})\t{}\tState: {}\tServer Name: {}\tServer ID: None\tWeight: {}\n",
