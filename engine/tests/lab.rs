@@ -815,6 +815,32 @@ bind service s3 -monitorName load1
     );
 }
 
+/// Four seconds of concurrent new connections to `/lrtm`, which the backends answer after
+/// 5, 1 and 2 ms: the new connections s1, s2 and s3 took.
+fn new_connections_to_the_delayed_backends(lab: &Lab) -> (u64, u64, u64) {
+    let out = lab.client(&[
+        "wrk",
+        "-t1",
+        "-c24",
+        "-d4s",
+        "-H",
+        "Connection: close",
+        &format!("http://{VIP}/lrtm"),
+    ]);
+    assert!(out.status.success());
+    let hits = |s: &str| -> u64 {
+        let text =
+            String::from_utf8_lossy(&lab.ctl(&["stat", "service", s, "-format", "json"]).stdout)
+                .into_owned();
+        text.split("\"hits\":")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    (hits("s1"), hits("s2"), hits("s3"))
+}
+
 #[test]
 fn lrtm_sends_more_new_connections_to_the_faster_services() {
     let mut lab = Lab::up("lrtm", 3);
@@ -837,27 +863,7 @@ bind service s3 -monitorName rt
     std::thread::sleep(std::time::Duration::from_millis(2500));
     // Concurrent new connections to the slow-answering path: active transactions pile up in
     // proportion to each backend's delay, weighted by the measured response times.
-    let out = lab.client(&[
-        "wrk",
-        "-t1",
-        "-c24",
-        "-d4s",
-        "-H",
-        "Connection: close",
-        &format!("http://{VIP}/lrtm"),
-    ]);
-    assert!(out.status.success());
-    let hits = |s: &str| -> u64 {
-        let text =
-            String::from_utf8_lossy(&lab.ctl(&["stat", "service", s, "-format", "json"]).stdout)
-                .into_owned();
-        text.split("\"hits\":")
-            .nth(1)
-            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let (slow, fast, middle) = (hits("s1"), hits("s2"), hits("s3"));
+    let (slow, fast, middle) = new_connections_to_the_delayed_backends(&lab);
     eprintln!(
         "LRTM new connections: 5 ms backend {slow}, 1 ms backend {fast}, 2 ms backend {middle}"
     );
@@ -889,27 +895,7 @@ bind lb vserver web s3
         show.contains("Reason: Response time not yet known for a bound service"),
         "{show}"
     );
-    let out = lab.client(&[
-        "wrk",
-        "-t1",
-        "-c24",
-        "-d4s",
-        "-H",
-        "Connection: close",
-        &format!("http://{VIP}/lrtm"),
-    ]);
-    assert!(out.status.success());
-    let hits = |s: &str| -> u64 {
-        let text =
-            String::from_utf8_lossy(&lab.ctl(&["stat", "service", s, "-format", "json"]).stdout)
-                .into_owned();
-        text.split("\"hits\":")
-            .nth(1)
-            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let (slow, fast, middle) = (hits("s1"), hits("s2"), hits("s3"));
+    let (slow, fast, middle) = new_connections_to_the_delayed_backends(&lab);
     eprintln!(
         "LEASTRESPONSETIME new connections: 5 ms backend {slow}, 1 ms backend {fast}, 2 ms backend {middle}"
     );
