@@ -20,6 +20,7 @@
 # Backends' nginx serve (every answer carries the header X-Backend: backend-N):
 #                        /            their name
 #                        /sleep/S     their name after S seconds (echo module; fractions work)
+#                        /whoami      the peer's address and port as the backend sees them
 #                        /lrtm        their name after 5, 1, 2 ms (backends 1, 2, 3: the LRTM seed)
 #                        /big.bin     50 MB of random bytes, different on every backend
 #                        POST /upload the request body, echoed back
@@ -86,6 +87,8 @@ http {
     location = / { return 200 "backend-$n\n"; }
     location ~ ^/sleep/([0-9.]+)$ { echo_sleep \$1; echo "backend-$n"; }
     location = /big.bin { }
+    # Who the backend sees as its peer (USIP: the client's own address).
+    location = /whoami { return 200 "\$remote_addr:\$remote_port\n"; }
     # The LRTM seed: backend 1 answers in 5 ms, backend 2 in 1 ms, backend 3 in 2 ms.
     location = /lrtm { echo_sleep $(case "$n" in 1) echo 0.005 ;; 2) echo 0.001 ;; *) echo 0.002 ;; esac); echo "backend-$n"; }
     location = /upload { client_body_buffer_size 64m; echo_read_request_body; echo_request_body; }

@@ -5,8 +5,9 @@
  * port (SSH, NITRO, routing daemons) keeps working while fulcrumd runs.
  *
  * The engine owns IPv4 frames to its VIPs and SNIPs (the `fulcrum_owned` map, kept by the
- * control plane in step with the published configuration) and ARP about them (requests for
- * them, answers to them). A queue without a socket in `fulcrum_xsks` passes its frames on.
+ * control plane in step with the published configuration), ARP about them (requests for
+ * them, answers to them), and IPv4 frames from services that see clients' own addresses
+ * (USIP), whose replies go to those addresses. A queue without a socket in `fulcrum_xsks` passes its frames on.
  *
  * Legacy map definitions and no BTF: this kernel exposes no BTF and needs none for these.
  */
@@ -29,13 +30,17 @@ struct bpf_map_def SEC("maps") fulcrum_xsks = {
 struct bpf_map_def SEC("maps") fulcrum_owned = {
 	.type = BPF_MAP_TYPE_HASH,
 	.key_size = sizeof(__u32),   /* an IPv4 address, network order */
-	.value_size = sizeof(__u8),  /* what it is: 1 SNIP, 2 VIP (for bpftool readers) */
+	.value_size = sizeof(__u8),  /* what it is: 1 SNIP, 2 VIP, 3 USIP service (a source) */
 	.max_entries = MAX_OWNED,
 };
 
 /* Offsets in an Ethernet frame: the IPv4 destination, ARP's target protocol address. */
 #define ETH_HEADER 14
+#define IPV4_SOURCE (ETH_HEADER + 12)
 #define IPV4_DESTINATION (ETH_HEADER + 16)
+/* `fulcrum_owned` values: addresses matched as destinations, and USIP services' addresses,
+ * matched as sources (their replies go to clients' own addresses). */
+#define OWNED_USIP_SOURCE 3
 #define ARP_IPV4_LENGTH 28
 #define ARP_TARGET_ADDRESS (ETH_HEADER + 24)
 
@@ -60,7 +65,14 @@ int fulcrum_steer(struct xdp_md *ctx)
 	} else {
 		return XDP_PASS;
 	}
-	if (!bpf_map_lookup_elem(&fulcrum_owned, &address))
+	__u8 *kind = bpf_map_lookup_elem(&fulcrum_owned, &address);
+	if (kind && *kind != OWNED_USIP_SOURCE)
+		return bpf_redirect_map(&fulcrum_xsks, ctx->rx_queue_index, XDP_PASS);
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return XDP_PASS;
+	__builtin_memcpy(&address, data + IPV4_SOURCE, sizeof(address));
+	kind = bpf_map_lookup_elem(&fulcrum_owned, &address);
+	if (!kind || *kind != OWNED_USIP_SOURCE)
 		return XDP_PASS;
 	return bpf_redirect_map(&fulcrum_xsks, ctx->rx_queue_index, XDP_PASS);
 }

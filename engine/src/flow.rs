@@ -133,7 +133,12 @@ pub struct Flow {
     pub proto: Proto,
     pub client: (Ipv4Addr, u16),
     pub vip: (Ipv4Addr, u16),
+    /// The source toward the service: a SNIP and a port of ours, or with USIP the client's
+    /// own address (and port, or a port of ours).
     pub snip: (Ipv4Addr, u16),
+    /// The SNIP whose port pool `snip`'s port came from; unspecified when the client's own
+    /// port is kept (nothing to give back).
+    pub pool: Ipv4Addr,
     pub service_addr: (Ipv4Addr, u16),
     pub service: ServiceId,
     /// The vserver's stable id (see [`crate::tables::RtVserver::id`]).
@@ -436,6 +441,7 @@ mod tests {
             client: (Ipv4Addr::new(198, 18, 9, (i % 250) as u8), 10_000 + i),
             vip: (Ipv4Addr::new(198, 18, 0, 100), 80),
             snip: (Ipv4Addr::new(198, 18, 0, 2), 20_000 + i),
+            pool: Ipv4Addr::new(198, 18, 0, 2),
             service_addr: (Ipv4Addr::new(198, 18, 0, 11), 80),
             service: 0,
             vserver: 0,

@@ -105,7 +105,11 @@ struct Owners {
 impl OwnedAddresses for Owners {
     /// All programs or none: one that refuses has its old set (see `Program::set_owned`),
     /// and those told before it get theirs back.
-    fn publish(&self, local: &[LocalIp]) -> Result<(), String> {
+    fn publish(
+        &self,
+        local: &[LocalIp],
+        usip_sources: &[std::net::Ipv4Addr],
+    ) -> Result<(), String> {
         let wanted: HashSet<_> = local
             .iter()
             .map(|l| {
@@ -115,6 +119,7 @@ impl OwnedAddresses for Owners {
                 };
                 (l.addr, kind)
             })
+            .chain(usip_sources.iter().map(|&a| (a, Owned::UsipSource)))
             .collect();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         for (told, program) in self.programs.iter().enumerate() {

@@ -39,6 +39,11 @@ pub struct RtService {
     pub timeouts: Timeouts,
     /// `-maxClient`: at this many open flows the service takes no new one (0 = no limit).
     pub max_client: u64,
+    /// `-usip YES`: the client's own address is the source toward the service (which must
+    /// route its replies back through the engine); `-useproxyport NO` keeps the client's
+    /// port too where this worker owns it.
+    pub usip: bool,
+    pub proxy_port: bool,
     pub down_state_flush: bool,
     /// Disabled: from this time (the workers' clock, ms) its flows are flushed when
     /// `down_state_flush`; `None` while enabled or draining gracefully (see [`crate::drain`]).
@@ -198,6 +203,8 @@ pub struct Tables {
     pub services: Vec<Option<RtService>>,
     pub vservers: Vec<RtVserver>,
     pub local: Vec<LocalIp>,
+    /// Addresses of USIP services: their replies, to clients' own addresses, are ours.
+    pub usip_sources: Vec<Ipv4Addr>,
     pub startup_rr_factor: u64,
     exact: HashMap<(u32, u8, u16), u32>,
     any_port: HashMap<(u32, u8), u32>,
@@ -306,6 +313,8 @@ impl Tables {
                     closed: 2_000,
                 },
                 max_client: s.settings.max_client.get(),
+                usip: s.settings.usip.is_some_and(|u| u.is_yes()),
+                proxy_port: s.settings.use_proxy_port.is_yes(),
                 down_state_flush: s.settings.down_state_flush.is_enabled(),
                 flush_from_ms: (!enabled).then_some(0),
             });
@@ -414,11 +423,20 @@ impl Tables {
             .retire_unless(|name| config.services.contains_key(name), generation);
         ids.vservers
             .retire_unless(|name| config.vservers.contains_key(name), generation);
+        let mut usip_sources: Vec<Ipv4Addr> = services
+            .iter()
+            .flatten()
+            .filter(|s| s.usip)
+            .map(|s| s.addr)
+            .collect();
+        usip_sources.sort_unstable();
+        usip_sources.dedup();
         Self {
             generation,
             services,
             vservers,
             local,
+            usip_sources,
             startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
             exact,
             any_port,
@@ -433,6 +451,12 @@ impl Tables {
             .get(&(ip, proto.number(), port))
             .or_else(|| self.any_port.get(&(ip, proto.number())))
             .copied()
+    }
+
+    /// Whether `ip` is a USIP service's address (the frame is its reply to a client).
+    #[inline]
+    pub fn is_usip_source(&self, ip: Ipv4Addr) -> bool {
+        self.usip_sources.binary_search(&ip).is_ok()
     }
 
     #[inline]

@@ -311,6 +311,87 @@ bind lb vserver web s3
     lab.assert_same_as_backend_file(&down, &backend);
 }
 
+/// `-usip YES`: the backend sees the client's own address (its replies route back through
+/// the engine's SNIP, as USIP requires of the servers); with `-useproxyport NO` the client's
+/// port too. A service without USIP in the same lab still sees the SNIP.
+#[test]
+fn usip_services_see_the_clients_own_address() {
+    let mut lab = Lab::up_two_arm("usip", 3);
+    // USIP's requirement on the servers: replies to clients go through the engine.
+    for b in ["b1", "b2"] {
+        let status = std::process::Command::new("ip")
+            .args([
+                "-n",
+                &lab.ns(b),
+                "route",
+                "add",
+                "198.19.0.0/24",
+                "via",
+                "198.18.0.2",
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let conf = "add ns ip 198.19.0.100 255.255.255.0 -type VIP
+add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 HTTP 80 -usip YES
+add service s2 198.18.0.12 HTTP 80 -usip YES -useproxyport NO
+add service s3 198.18.0.13 HTTP 80
+add lb vserver v1 HTTP 198.19.0.100 81
+add lb vserver v2 HTTP 198.19.0.100 82
+add lb vserver v3 HTTP 198.19.0.100 83
+bind lb vserver v1 s1
+bind lb vserver v2 s2
+bind lb vserver v3 s3
+";
+    lab.start(conf, 81);
+    let whoami = |port: u16| -> (String, String) {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-m",
+            "10",
+            "-w",
+            " %{local_port}",
+            &format!("http://198.19.0.100:{port}/whoami"),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (seen, local_port) = text.trim().rsplit_once(' ').unwrap();
+        (seen.trim().to_owned(), local_port.to_owned())
+    };
+    for _ in 0..5 {
+        let (seen, client_port) = whoami(81);
+        let (addr, port) = seen.split_once(':').unwrap();
+        assert_eq!(addr, "198.19.0.50", "USIP: the client's address");
+        assert_ne!(port, client_port, "a port of the engine's");
+        let (seen, client_port) = whoami(82);
+        assert_eq!(
+            seen,
+            format!("198.19.0.50:{client_port}"),
+            "the client's own port too"
+        );
+        let (seen, _) = whoami(83);
+        assert!(seen.starts_with("198.18.0.2:"), "no USIP: the SNIP, {seen}");
+    }
+    // A whole transfer through a USIP service arrives intact.
+    let down = lab.dir.join("down.bin");
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "60",
+        "-D",
+        "-",
+        "-o",
+        down.to_str().unwrap(),
+        "http://198.19.0.100:81/big.bin",
+    ]);
+    assert_eq!(backend_number(&out.stdout), "1");
+    lab.assert_same_as_backend_file(&down, "1");
+}
+
 #[test]
 fn administered_through_fulcrumctl_under_traffic() {
     let mut lab = Lab::up("ctl", 3);

@@ -304,11 +304,6 @@ impl ServiceSetting {
     /// Refuses values that name a feature the engine does not have, before anything changes.
     pub fn check_supported(&self) -> Result<()> {
         match self {
-            Self::Usip(Some(YesNo::Yes)) => Err(absent(
-                "usip",
-                "YES",
-                "Using the client's address as source (USIP) is not implemented yet; services see a SNIP",
-            )),
             Self::AccessDown(YesNo::Yes) => Err(absent(
                 "accessDown",
                 "YES",

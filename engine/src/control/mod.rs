@@ -152,8 +152,9 @@ impl Control {
     /// Adds `owner` to those told the owned addresses, telling it the running ones first.
     pub fn add_owner(&self, owner: Arc<dyn OwnedAddresses>) -> Result<(), EngineError> {
         let mut state = self.lock();
+        let running = self.published.load();
         owner
-            .publish(&self.published.load().local)
+            .publish(&running.local, &running.usip_sources)
             .map_err(EngineError::Capacity)?;
         state.owners.push(owner);
         Ok(())

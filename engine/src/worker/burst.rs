@@ -130,6 +130,10 @@ impl Worker {
                     None if snip_bound && monitor_port => {
                         Stage::Done(Verdict::Drop(DropReason::NoMonitorCore))
                     }
+                    // A USIP service's own traffic to other hosts is not ours to answer.
+                    None if snip_bound && self.tables.local(ip.dst).is_none() => {
+                        Stage::Done(Verdict::Drop(DropReason::NotForUs))
+                    }
                     None if snip_bound => {
                         self.reset_unknown(in_port, frames[i].bytes(), ip);
                         Stage::Done(Verdict::Drop(DropReason::NoFlow))
@@ -197,6 +201,10 @@ impl Worker {
     /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup.
     fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Stage {
         let Some(local) = self.tables.local(ip.dst).copied() else {
+            // A USIP service's reply, to the client's own address.
+            if ip.proto != Proto::Icmp && self.tables.is_usip_source(ip.src) {
+                return Stage::Lookup(true);
+            }
             return Stage::Done(Verdict::Drop(DropReason::NotForUs));
         };
         let snip = local.kind == LocalKind::Snip;
@@ -298,35 +306,41 @@ impl Worker {
         // sequence number above the old connection's): give it a tuple the service cannot
         // hold, where there is one among the oldest.
         let avoid_time_wait = ip.proto == Proto::Tcp && tsval.is_none();
-        let (snip, nat_port) = (0..sources.len())
-            .map(|k| sources[(self.next_source + k) % sources.len()])
-            .find_map(|source| {
-                let port = match &self.steering {
-                    // A port whose replies the NIC brings to this worker: one in `workers`.
-                    Some(s) if s.rss.is_some() => {
-                        let budget = 64 * s.workers;
-                        self.snat.allocate_where(source, budget, |p| {
-                            s.reply_comes_here(service_addr, source, p)
-                        })
-                    }
-                    _ if avoid_time_wait => self
-                        .snat
-                        .allocate_for(source, service, now_ms, TIME_WAIT_LOOKS)
-                        .map(|a| {
-                            self.stats.snat_skipped += u64::from(a.skipped);
-                            self.stats.snat_time_wait += u64::from(a.in_time_wait);
-                            a.port
-                        }),
-                    _ => self.snat.allocate(source),
-                };
-                port.map(|p| (source, p))
-            })
-            .ok_or(DropReason::NatPortsExhausted)?;
+        // USIP: the client's own address toward the service, and its own port too with
+        // `-useproxyport NO` where the reply to it comes to this worker (otherwise a port of
+        // ours, from a SNIP's pool as ever: its replies must reach this worker).
+        let reply_to = |source: Ipv4Addr| if svc.usip { ip.src } else { source };
+        let keeps_client_port = svc.usip
+            && !svc.proxy_port
+            && self
+                .steering
+                .as_ref()
+                .is_none_or(|s| s.reply_is_mine(service_addr, ip.src, ip.src_port));
+        let (pool, nat_port) = if keeps_client_port {
+            (Ipv4Addr::UNSPECIFIED, ip.src_port)
+        } else {
+            allocate_source(
+                &mut self.snat,
+                self.steering.as_ref(),
+                &mut self.stats,
+                Want {
+                    sources,
+                    first: self.next_source,
+                    service,
+                    service_addr,
+                    now_ms,
+                    avoid_time_wait,
+                },
+                reply_to,
+            )?
+        };
+        let snip = if svc.usip { ip.src } else { pool };
         let flow = Flow {
             proto: ip.proto,
             client: (ip.src, ip.src_port),
             vip: (ip.dst, ip.dst_port),
             snip: (snip, nat_port),
+            pool,
             service_addr,
             service,
             vserver: vserver_id,
@@ -347,7 +361,7 @@ impl Worker {
                 Ok(slot)
             }
             Err(e) => {
-                self.snat.release(snip, nat_port);
+                self.snat.release(pool, nat_port);
                 Err(match e {
                     InsertError::Full => DropReason::FlowTableFull,
                     InsertError::Duplicate => DropReason::Malformed,
@@ -436,9 +450,57 @@ impl Worker {
             }
             self.writer.flow_removed(flow.service);
             self.snat
-                .release_after(flow.snip.0, flow.snip.1, flow.service, flow.last_seen);
+                .release_after(flow.pool, flow.snip.1, flow.service, flow.last_seen);
         }
     }
+}
+
+/// What a new flow needs of a SNAT port.
+struct Want<'a> {
+    /// The SNIPs of the service's subnet; they take turns from `first` (one out of ports
+    /// lets the next serve).
+    sources: &'a [Ipv4Addr],
+    first: usize,
+    service: u32,
+    service_addr: (Ipv4Addr, u16),
+    now_ms: u64,
+    avoid_time_wait: bool,
+}
+
+/// A SNAT port for a new flow, and the SNIP pool it came from. `reply_to` is where the
+/// service's replies go for a SNIP (the SNIP, or with USIP the client), for RSS-aware choice.
+fn allocate_source(
+    snat: &mut crate::nat::Snat,
+    steering: Option<&super::steer::Steering>,
+    stats: &mut super::WorkerStats,
+    want: Want<'_>,
+    reply_to: impl Fn(Ipv4Addr) -> Ipv4Addr,
+) -> Result<(Ipv4Addr, u16), DropReason> {
+    let sources = want.sources;
+    (0..sources.len())
+        .map(|k| sources[(want.first + k) % sources.len()])
+        .find_map(|source| {
+            let port = match steering {
+                // A port whose replies the NIC brings to this worker: one in `workers`.
+                Some(s) if s.rss.is_some() => {
+                    let budget = 64 * s.workers;
+                    let dst = reply_to(source);
+                    snat.allocate_where(source, budget, |p| {
+                        s.reply_comes_here(want.service_addr, dst, p)
+                    })
+                }
+                _ if want.avoid_time_wait => snat
+                    .allocate_for(source, want.service, want.now_ms, TIME_WAIT_LOOKS)
+                    .map(|a| {
+                        stats.snat_skipped += u64::from(a.skipped);
+                        stats.snat_time_wait += u64::from(a.in_time_wait);
+                        a.port
+                    }),
+                _ => snat.allocate(source),
+            };
+            port.map(|p| (source, p))
+        })
+        .ok_or(DropReason::NatPortsExhausted)
 }
 
 /// Free ports looked at for a SYN without timestamps before one its service may hold in

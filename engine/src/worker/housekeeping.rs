@@ -56,7 +56,7 @@ impl Worker {
                     writer.flow_closed(f.service);
                 }
                 writer.flow_removed(f.service);
-                snat.release_after(f.snip.0, f.snip.1, f.service, f.last_seen);
+                snat.release_after(f.pool, f.snip.1, f.service, f.last_seen);
                 if f.deadline() <= now_ms {
                     stats.flows_expired += 1;
                 } else {

@@ -64,6 +64,21 @@ impl Steering {
     }
 }
 
+impl Steering {
+    /// Whether a reply from `service` to `dst:port` is this worker's, by the same rule
+    /// [`Steering::owner`] applies to replies (USIP keeping a client's port asks this).
+    #[inline]
+    pub fn reply_is_mine(&self, service: (Ipv4Addr, u16), dst: Ipv4Addr, port: u16) -> bool {
+        if self.workers <= 1 {
+            return true;
+        }
+        if self.rss.is_some() {
+            return self.reply_comes_here(service, dst, port);
+        }
+        Snat::owner_of(port, self.workers) == Some(self.id)
+    }
+}
+
 /// The 5-tuple of a client's frame, mixed: the same for every frame of a flow.
 #[inline]
 pub fn client_hash(ip: &Ipv4) -> u64 {

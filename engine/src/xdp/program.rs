@@ -50,6 +50,9 @@ impl Attach {
 pub enum Owned {
     Snip = 1,
     Vip = 2,
+    /// A service that sees clients' own addresses (USIP): its replies, addressed to
+    /// clients, are the engine's too (matched on their source).
+    UsipSource = 3,
 }
 
 /// Why the program is not running.
