@@ -23,6 +23,11 @@ pub enum Command {
     LbMonitor(MonitorCmd),
     LbMetricTable(MetricTableCmd),
     LbParameter(ParameterCmd),
+    /// `enable ns mode …` / `disable ns mode …`.
+    NsMode {
+        enable: bool,
+        modes: Vec<crate::conf::model::NsMode>,
+    },
     SaveNsConfig,
     /// `clear ns config -force <level>`.
     ClearNsConfig {

@@ -50,6 +50,7 @@ pub enum Object {
     LbPersistentSessions,
     NsConfig,
     NsRunningConfig,
+    NsMode,
     /// `stat ns`: the engine itself (per-worker figures).
     Ns,
 }
@@ -70,6 +71,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["lb", "parameter"], Object::LbParameter),
     (&["lb", "persistentSessions"], Object::LbPersistentSessions),
     (&["ns", "config"], Object::NsConfig),
+    (&["ns", "mode"], Object::NsMode),
     (&["ns", "runningConfig"], Object::NsRunningConfig),
     (&["ns"], Object::Ns),
 ];
@@ -204,6 +206,32 @@ fn group_member(a: &Args) -> Result<Option<(Name, crate::value::Port)>> {
     }
 }
 
+/// `enable ns mode FR L3 Edge USNIP PMTUD`: one or more modes.
+const NS_MODES: &[PosSpec] = &[
+    req::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+    opt::<crate::conf::model::NsMode>("mode"),
+];
+
+fn ns_modes(a: &Args, enable: bool) -> Result<Command> {
+    let mut modes = Vec::new();
+    for i in 0..NS_MODES.len() {
+        if let Some(m) = a.pos_opt::<crate::conf::model::NsMode>(i)? {
+            modes.push(m);
+        }
+    }
+    Ok(Command::NsMode { enable, modes })
+}
+
 const ROUTE: &[PosSpec] = &[
     req::<std::net::Ipv4Addr>("network"),
     req::<crate::value::Netmask>("netmask"),
@@ -289,6 +317,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::NsIp(NsIpCmd::Disable { addr: a.pos(0)? }))),
     cmd!(Show NsIp, &[], OUTPUT, "Show the SNIPs and VIPs",
         |a| Ok(Command::Show { object: Object::NsIp, name: None, format: output(a)? })),
+    cmd!(Enable NsMode, NS_MODES, NONE, "Enable modes (USIP: services without -usip see clients' own addresses)",
+        |a| ns_modes(a, true)),
+    cmd!(Disable NsMode, NS_MODES, NONE, "Disable modes",
+        |a| ns_modes(a, false)),
     cmd!(Add Route, ROUTE, &[RouteSettings::OPTIONS], "Add a static route",
         |a| Ok(Command::Route(RouteCmd::Add { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)?, settings: a.settings::<RouteSettings>()? }))),
     cmd!(Set Route, ROUTE, &[RouteSettings::OPTIONS], "Change a static route's options",

@@ -525,6 +525,7 @@ mod round_trip {
             (0..3u8).prop_map(|i| format!("rm lb vserver nonaddr{i}")),
             (0..1_000_000u32, any::<bool>()).prop_map(|(n, v)| format!("set lb parameter -sessionsThreshold {n} -preferDirectRoute {} -retainServiceState ON -dbsTtl {n} -lbHashFingers 100", if v { "YES" } else { "NO" })),
             (0..4u8, any::<u32>()).prop_map(|(i, n)| format!("add server srv{i} 198.18.1.{i} -devno {n}")),
+            any::<bool>().prop_map(|on| format!("{} ns mode USIP Edge L3", if on { "enable" } else { "disable" })),
             (0..3u8).prop_map(|g| format!("rm serviceGroup sg{g}")),
         ]
     }
@@ -787,4 +788,34 @@ fn backup_vservers_are_checked_and_follow_renames() {
     let (again, errors) = ctl::conf::replay_text(&saved);
     assert!(errors.is_empty(), "{errors:?}\n{saved}");
     assert_eq!(again, c);
+}
+
+/// `enable ns mode`: saved configurations list the appliance's modes; USIP is the default
+/// of services without their own `-usip`; L2 (bridging) is refused.
+#[test]
+fn ns_modes_are_kept_and_usip_is_the_services_default() {
+    let mut c = config_of(BASE);
+    run(&mut c, "enable ns mode FR L3 Edge USNIP PMTUD").unwrap();
+    assert!(!c.uses_client_ip(&c.services["svc1"]));
+    run(&mut c, "enable ns mode USIP").unwrap();
+    run(&mut c, "set service svc2 -usip NO").unwrap();
+    assert!(c.uses_client_ip(&c.services["svc1"]));
+    assert!(
+        !c.uses_client_ip(&c.services["svc2"]),
+        "the service's own -usip wins"
+    );
+    let saved = ctl::conf::render(&c, "now");
+    assert!(
+        saved.contains("enable ns mode FR USIP Edge USNIP L3 PMTUD\n"),
+        "{saved}"
+    );
+    let before = c.clone();
+    assert!(
+        run(&mut c, "enable ns mode L2")
+            .unwrap_err()
+            .contains("L2 mode (bridging) is not implemented")
+    );
+    assert_eq!(c, before);
+    run(&mut c, "disable ns mode USIP").unwrap();
+    assert!(!c.uses_client_ip(&c.services["svc1"]));
 }

@@ -313,7 +313,7 @@ impl Tables {
                     closed: 2_000,
                 },
                 max_client: s.settings.max_client.get(),
-                usip: s.settings.usip.is_some_and(|u| u.is_yes()),
+                usip: config.uses_client_ip(s),
                 proxy_port: s.settings.use_proxy_port.is_yes(),
                 down_state_flush: s.settings.down_state_flush.is_enabled(),
                 flush_from_ms: (!enabled).then_some(0),

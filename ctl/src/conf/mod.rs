@@ -22,6 +22,8 @@ pub use save::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub lb_parameter: LbParameterSettings,
+    /// `enable ns mode …`, in [`NsMode::ALL`]'s order.
+    pub ns_modes: Vec<NsMode>,
     pub ns_ips: IndexMap<Ipv4Addr, NsIp>,
     pub routes: Vec<Route>,
     pub servers: IndexMap<String, Server>,
@@ -36,6 +38,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             lb_parameter: LbParameterSettings::default(),
+            ns_modes: Vec::new(),
             ns_ips: IndexMap::new(),
             routes: Vec::new(),
             servers: IndexMap::new(),
@@ -101,6 +104,14 @@ impl Config {
 
     pub fn vserver(&self, arg: &str, name: &str) -> Result<&Vserver> {
         self.vservers.get(name).ok_or_else(|| no_such(arg, name))
+    }
+
+    /// Whether the client's own address is the service's source: its `-usip`, else the
+    /// `USIP` mode.
+    pub fn uses_client_ip(&self, s: &Service) -> bool {
+        s.settings
+            .usip
+            .map_or(self.ns_modes.contains(&NsMode::Usip), |u| u.is_yes())
     }
 
     /// Whether a service is in service: enabled itself, and its server enabled

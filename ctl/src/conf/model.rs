@@ -97,6 +97,18 @@ keywords! {
 }
 
 keywords! {
+    /// `enable/disable ns mode`: USIP is applied (the default of services without `-usip`);
+    /// the others are stored and saved (L2, bridging, is refused).
+    pub enum NsMode {
+        Fr = "FR", L2 = "L2", Usip = "USIP", Cka = "CKA", Tcpb = "TCPB", Mbf = "MBF",
+        Edge = "Edge", Usnip = "USNIP", L3 = "L3", Pmtud = "PMTUD",
+        MediaClassification = "MediaClassification", Sradv = "SRADV", Dradv = "DRADV",
+        Iradv = "IRADV", Sradv6 = "SRADV6", Dradv6 = "DRADV6", Iradv6 = "IRADV6",
+        BridgeBpdus = "BridgeBPDUs", Ulfd = "ULFD", RiseApbr = "RISE_APBR", RiseRhi = "RISE_RHI",
+    }
+}
+
+keywords! {
     /// `-soMethod` of a vserver.
     pub enum SpilloverMethod {
         None = "NONE", Connection = "CONNECTION", DynamicConnection = "DYNAMICCONNECTION",

@@ -37,6 +37,13 @@ pub fn render(config: &Config, stamp: &str) -> String {
         out.push_str(&l);
         out.push('\n');
     };
+    if !config.ns_modes.is_empty() {
+        let mut l = "enable ns mode".to_owned();
+        for m in &config.ns_modes {
+            value(&mut l, m);
+        }
+        line(l);
+    }
     if config.lb_parameter != LbParameterSettings::default() {
         let mut l = "set lb parameter".to_owned();
         config.lb_parameter.render_non_default(&mut l);

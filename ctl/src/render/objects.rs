@@ -160,6 +160,7 @@ pub fn show(
             );
         }
         Object::NsConfig
+        | Object::NsMode
         | Object::Ns
         | Object::LbVserver
         | Object::Service

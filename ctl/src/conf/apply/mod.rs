@@ -217,6 +217,21 @@ impl Config {
             Command::LbMonitor(c) => self.apply_monitor(c),
             Command::LbMetricTable(c) => self.apply_metric_table(c),
             Command::LbParameter(c) => self.apply_parameter(c),
+            Command::NsMode { enable, modes } => {
+                if *enable && modes.contains(&NsMode::L2) {
+                    return Err(CliError::arg_value(ErrorKind::NotSupported, "mode", "L2")
+                        .with_detail("L2 mode (bridging) is not implemented"));
+                }
+                for m in modes {
+                    self.ns_modes.retain(|x| x != m);
+                    if *enable {
+                        self.ns_modes.push(*m);
+                    }
+                }
+                self.ns_modes
+                    .sort_by_key(|m| NsMode::ALL.iter().position(|x| x == m));
+                Ok(())
+            }
             Command::ClearNsConfig { level } => {
                 self.clear(*level);
                 Ok(())

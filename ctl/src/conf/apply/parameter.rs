@@ -24,10 +24,11 @@ impl Config {
     /// `clear ns config -force <level>`: basic keeps the IPs, routes and `lb parameter`,
     /// extended the IPs and routes, full nothing.
     pub(super) fn clear(&mut self, level: ClearLevel) {
-        let (ips, routes, parameter) = (
+        let (ips, routes, parameter, modes) = (
             std::mem::take(&mut self.ns_ips),
             std::mem::take(&mut self.routes),
             self.lb_parameter.clone(),
+            std::mem::take(&mut self.ns_modes),
         );
         *self = Config::default();
         if level != ClearLevel::Full {
@@ -36,6 +37,7 @@ impl Config {
         }
         if level == ClearLevel::Basic {
             self.lb_parameter = parameter;
+            self.ns_modes = modes;
         }
     }
 }
