@@ -153,6 +153,7 @@ const ABSENT_OPTIONS: &[(&str, &str)] = &[
     ("sslProfile", "SSL profiles"),
     ("CustomServerID", "custom server ID persistence"),
     ("grpcStatusCode", "gRPC health checks"),
+    ("sslProfileName", "SSL profiles"),
 ];
 
 /// The refusal for `-option value` when it names an absent feature.

@@ -511,7 +511,7 @@ mod round_trip {
                 let yn = if on { "YES" } else { "NO" };
                 let cip = if on { format!("ENABLED {hdr}") } else { "DISABLED".into() };
                 let what = if sg { format!("serviceGroup sg{}", i % 3) } else { format!("service svc{i}") };
-                format!("set {what} -gslb NONE -cip {cip} -usip NO -useproxyport {yn} -sp {} -CKA {yn} -TCPB {yn} -CMP {yn} -devno {devno}", if on { "ON" } else { "OFF" })
+                format!("set {what} -gslb NONE -cip {cip} -usip NO -useproxyport {yn} -sp {} -CKA {yn} -TCPB {yn} -CMP {yn} -devno {devno} -tcpProfileName nstcp_default_profile", if on { "ON" } else { "OFF" })
             }),
             (0..4u8, 0..100u32, any::<u32>()).prop_map(|(i, d, n)| format!("set lb monitor mon{i} TCP-ECV -deviation {d} MSEC -devno {n}")),
             (0..4u8, any::<bool>()).prop_map(|(i, v)| {

@@ -303,6 +303,7 @@ settings! {
         tcpb: YesNo = YesNo::No, "TCPB", Tcpb, "TCP buffering (stored; no effect at L4)";
         cmp: YesNo = YesNo::No, "CMP", Cmp, "HTTP compression (stored; no effect at L4)";
         access_down: YesNo = YesNo::No, "accessDown", AccessDown, "Bridge traffic to a DOWN service (only NO)";
+        tcp_profile_name: Option<Name> = None, "tcpProfileName", TcpProfileName, "TCP profile of a proxy's connections (stored; no effect)";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
     }
 }
@@ -369,6 +370,7 @@ settings! {
         so_persistence_timeout: Bounded<2, 1440> = Bounded::new(2), "soPersistenceTimeOut", SoPersistenceTimeout, "Spillover persistence timeout, minutes (stored; no effect)";
         disable_primary_on_down: EnabledDisabled = EnabledDisabled::Disabled, "disablePrimaryOnDown", DisablePrimaryOnDown, "A primary that went DOWN stays out until enabled (stored; no effect)";
         backup_lb_method: LbMethod = LbMethod::RoundRobin, "backupLBMethod", BackupLbMethod, "Method while LRTM/CUSTOMLOAD lack samples (stored; round robin applies)";
+        tcp_profile_name: Option<Name> = None, "tcpProfileName", TcpProfileName, "TCP profile of a proxy's connections (stored; no effect)";
         rhi_state: RhiState = RhiState::Passive, "RHIstate", RhiState, "Route health injection state (stored; no effect)";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
     }
@@ -672,6 +674,7 @@ pub mod stored_only {
 
     pub const SERVICE: &[ServiceKey] = &[
         ServiceKey::MaxReq,
+        ServiceKey::TcpProfileName,
         ServiceKey::Gslb,
         ServiceKey::Cip,
         ServiceKey::UseProxyPort,
@@ -683,6 +686,7 @@ pub mod stored_only {
     ];
     pub const SERVER: &[ServerKey] = &[ServerKey::Devno];
     pub const VSERVER: &[VserverKey] = &[
+        VserverKey::TcpProfileName,
         VserverKey::RhiState,
         VserverKey::BackupLbMethod,
         VserverKey::SoPersistence,
