@@ -819,3 +819,25 @@ fn ns_modes_are_kept_and_usip_is_the_services_default() {
     run(&mut c, "disable ns mode USIP").unwrap();
     assert!(!c.uses_client_ip(&c.services["svc1"]));
 }
+
+/// `-timeout` as NetScaler bounds it per persistence type: SOURCEIP 2-1440 minutes.
+#[test]
+fn the_persistence_timeout_is_bounded_by_its_type() {
+    let mut c = config_of(BASE);
+    let before = c.clone();
+    assert_eq!(
+        run(
+            &mut c,
+            "set lb vserver vs1 -persistenceType SOURCEIP -timeout 1"
+        ),
+        Err("ERROR: SOURCEIP persistence lasts 2-1440 minutes [timeout, 1]".into())
+    );
+    assert_eq!(c, before);
+    run(
+        &mut c,
+        "set lb vserver vs1 -persistenceType SOURCEIP -timeout 2",
+    )
+    .unwrap();
+    // Without persistence the value is only stored (0 is NetScaler's cookie-insert value).
+    run(&mut c, "add lb vserver vs2 TCP 198.19.0.11 80 -timeout 0").unwrap();
+}

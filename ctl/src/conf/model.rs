@@ -357,7 +357,7 @@ settings! {
         lb_method: LbMethod = LbMethod::LeastConnection, "lbMethod", LbMethod, "Load-balancing method";
         netmask: Option<Netmask> = None, "netmask", Netmask, "Mask applied to IPs before hashing";
         persistence_type: Persistence = Persistence::None, "persistenceType", PersistenceType, "Persistence (NONE, SOURCEIP)";
-        timeout: Bounded<1, 1440> = Bounded::new(2), "timeout", Timeout, "Persistence timeout (minutes)";
+        timeout: Bounded<0, 1440> = Bounded::new(2), "timeout", Timeout, "Persistence timeout (minutes; 2-1440 for SOURCEIP)";
         clt_timeout: Option<Seconds> = None, "cltTimeout", CltTimeout, "Client idle timeout (s)";
         down_state_flush: EnabledDisabled = EnabledDisabled::Enabled, "downStateFlush", DownStateFlush, "Flush flows when the vserver goes DOWN";
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";

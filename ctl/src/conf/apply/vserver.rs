@@ -43,7 +43,7 @@ impl Config {
                     bindings: Vec::new(),
                 };
                 self.vservers.insert(name.0.clone(), vs);
-                if let Err(e) = self.check_backup(name) {
+                if let Err(e) = self.check_vserver(name) {
                     self.vservers.shift_remove(name.as_str());
                     return Err(e);
                 }
@@ -51,7 +51,7 @@ impl Config {
             VserverCmd::Common(Common::Set { name, settings }) => {
                 let before = self.vserver("name", name.as_str())?.settings.clone();
                 set_in(&mut self.vservers, name, settings, no_such("name", name))?;
-                if let Err(e) = self.check_backup(name) {
+                if let Err(e) = self.check_vserver(name) {
                     self.vservers[name.as_str()].settings = before;
                     return Err(e);
                 }
@@ -153,10 +153,21 @@ impl Config {
         Ok(())
     }
 
-    /// A vserver's backup exists, carries the same transport, and the chain of backups
-    /// from it never comes back to it.
-    fn check_backup(&self, name: &Name) -> Result<()> {
+    /// A vserver's persistence timeout fits its type; its backup exists, carries the same
+    /// transport, and the chain of backups from it never comes back to it.
+    fn check_vserver(&self, name: &Name) -> Result<()> {
         let vs = self.vserver("name", name.as_str())?;
+        // NetScaler bounds the timeout per persistence type: 0 exists only for cookie
+        // insertion (an L7 type, refused); the L4 types take 2-1440 minutes.
+        let timeout = vs.settings.timeout.get();
+        if vs.settings.persistence_type == Persistence::SourceIp && timeout < 2 {
+            return Err(CliError::arg_value(
+                ErrorKind::ValueOutOfRange,
+                "timeout",
+                timeout.to_string(),
+            )
+            .with_detail("SOURCEIP persistence lasts 2-1440 minutes"));
+        }
         let Some(first) = &vs.settings.backup_vserver else {
             return Ok(());
         };
