@@ -643,7 +643,7 @@ bind lb vserver web s2
 fn sourceip_persistence_keeps_a_client_on_its_service() {
     let config = CONFIG.replace(
         "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN",
-        "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 1",
+        "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 2",
     );
     let mut lab = Lab::new(&config, 64);
     let service_of = |lab: &mut Lab, client: Ipv4Addr, port: u16| {
@@ -667,7 +667,7 @@ fn sourceip_persistence_keeps_a_client_on_its_service() {
     assert_ne!(moved, first);
     lab.health.set_up(0, true);
     assert_eq!(service_of(&mut lab, CLIENT, 45_011), moved);
-    // -timeout 1 is a minute: 55 s later the session still holds (its expiry is exact in the
+    // -timeout 2 is two minutes: 55 s later the session still holds (its expiry is exact in the
     // persistence table's own tests).
     lab.now += 55_000;
     assert_eq!(service_of(&mut lab, CLIENT, 45_020), moved);
