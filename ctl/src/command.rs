@@ -5,17 +5,18 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::conf::model::{
     LbParameterKey, LbParameterSetting, MonitorBindSetting, MonitorKey, MonitorSetting,
-    MonitorType, NsIpSetting, OutputFormat, Seconds, ServerSetting, ServiceKey, ServiceSetting,
-    ServiceType, VsBindSetting, VserverKey, VserverSetting,
+    MonitorType, NameServerSetting, NsIpSetting, OutputFormat, Seconds, ServerSetting, ServiceKey,
+    ServiceSetting, ServiceType, VsBindSetting, VserverKey, VserverSetting,
 };
 use crate::grammar::Object;
-use crate::value::{Bounded, Name, Netmask, Oid, Port, YesNo};
+use crate::value::{Bounded, Name, Netmask, Oid, Port, ServerAddress, YesNo};
 
 /// One line of the command language, by the object it acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     NsIp(NsIpCmd),
     Route(RouteCmd),
+    DnsNameServer(NameServerCmd),
     Server(ServerCmd),
     Service(ServiceCmd),
     ServiceGroup(ServiceGroupCmd),
@@ -109,13 +110,15 @@ pub enum RouteCmd {
 pub enum ServerCmd {
     Add {
         name: Name,
-        addr: IpAddr,
+        addr: ServerAddress,
         settings: Vec<ServerSetting>,
     },
-    /// `set server <name> [-IPAddress <ip>] [options]`: its services follow a new address.
+    /// `set server <name> [-IPAddress <ip>] [-domainResolveNow] [options]`: its services
+    /// follow a new address; a domain-based server is resolved again at once.
     Set {
         name: Name,
         addr: Option<IpAddr>,
+        resolve_now: bool,
         settings: Vec<ServerSetting>,
     },
     Unset {
@@ -138,6 +141,24 @@ pub enum ServerCmd {
         name: Name,
         delay: Option<Seconds>,
         graceful: YesNo,
+    },
+}
+
+/// `dns nameServer`: the name servers domain-based servers are resolved with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NameServerCmd {
+    Add {
+        addr: IpAddr,
+        settings: Vec<NameServerSetting>,
+    },
+    Rm {
+        addr: IpAddr,
+    },
+    Enable {
+        addr: IpAddr,
+    },
+    Disable {
+        addr: IpAddr,
     },
 }
 

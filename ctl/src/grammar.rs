@@ -3,12 +3,12 @@
 //! completion all read this table.
 
 use crate::command::{
-    Command, Common, DEFAULT_METRIC_WEIGHT, MetricTableCmd, MonitorCmd, NsIpCmd, ParameterCmd,
-    RouteCmd, ServerCmd, ServiceCmd, ServiceGroupCmd, VserverCmd,
+    Command, Common, DEFAULT_METRIC_WEIGHT, MetricTableCmd, MonitorCmd, NameServerCmd, NsIpCmd,
+    ParameterCmd, RouteCmd, ServerCmd, ServiceCmd, ServiceGroupCmd, VserverCmd,
 };
 use crate::conf::model::{
-    LbParameterSettings, MonitorBindSettings, MonitorSettings, NsIpSettings, OutputFormat,
-    RouteSettings, ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
+    LbParameterSettings, MonitorBindSettings, MonitorSettings, NameServerSettings, NsIpSettings,
+    OutputFormat, RouteSettings, ServerSettings, ServiceSettings, VsBindSettings, VserverSettings,
 };
 use crate::error::{CliError, ErrorKind, Result};
 use crate::keywords;
@@ -40,6 +40,7 @@ keywords! {
 pub enum Object {
     NsIp,
     Route,
+    DnsNameServer,
     Server,
     Service,
     ServiceGroup,
@@ -59,6 +60,7 @@ pub enum Object {
 const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["ns", "ip"], Object::NsIp),
     (&["route"], Object::Route),
+    (&["dns", "nameServer"], Object::DnsNameServer),
     (&["server"], Object::Server),
     (&["service"], Object::Service),
     (&["serviceGroup"], Object::ServiceGroup),
@@ -172,6 +174,30 @@ settings! {
     pub struct ServerAddressOpt / ServerAddressSetting / ServerAddressKey {
         ip_address: Option<std::net::IpAddr> = None, "IPAddress", IpAddress, "New address";
     }
+}
+
+settings! {
+    /// `set server <name> -domainResolveNow`.
+    pub struct ResolveNowOpt / ResolveNowSetting / ResolveNowKey {
+        domain_resolve_now: bool = false, "domainResolveNow", DomainResolveNow, "Resolve the domain again now";
+    }
+}
+
+settings! {
+    /// `add dns nameServer <ip> -local`: NetScaler's own resolver, refused here.
+    pub struct NameServerLocalOpt / NameServerLocalSetting / NameServerLocalKey {
+        local: bool = false, "local", Local, "The appliance's own recursive resolver (not supported)";
+    }
+}
+
+/// A name server's address; a DNS vserver in its place is refused by name.
+fn name_server_addr(a: &Args) -> Result<std::net::IpAddr> {
+    let given: Name = a.pos(0)?;
+    given.as_str().parse().map_err(|_| {
+        CliError::new(ErrorKind::NotSupported).with_detail(format!(
+            "{given}: a DNS vserver as name server is not supported; give the name server's IP address"
+        ))
+    })
 }
 
 settings! {
@@ -331,13 +357,37 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::Route(RouteCmd::Rm { network: a.pos(0)?, netmask: a.pos(1)?, gateway: a.pos(2)? }))),
     cmd!(Show Route, &[], OUTPUT, "Show the routes",
         |a| Ok(Command::Show { object: Object::Route, name: None, format: output(a)? })),
+    // dns nameServer
+    cmd!(Add DnsNameServer, &[req::<Name>("IP | dnsVserverName")], &[NameServerLocalOpt::OPTIONS, NameServerSettings::OPTIONS],
+    "Add a name server for domain-based servers (asked in turn, over UDP from a SNIP)",
+    |a| Ok(Command::DnsNameServer(NameServerCmd::Add {
+        addr: name_server_addr(a)?,
+        settings: {
+            if NameServerLocalOpt::default().with(&a.settings::<NameServerLocalOpt>()?).local {
+                return Err(CliError::new(ErrorKind::NotSupported)
+                    .with_detail("-local (the appliance's own recursive resolver) is not supported: give a name server's IP address"));
+            }
+            a.settings::<NameServerSettings>()?
+        },
+    }))),
+    cmd!(Rm DnsNameServer, &[req::<Name>("IP | dnsVserverName")], NONE, "Remove a name server",
+        |a| Ok(Command::DnsNameServer(NameServerCmd::Rm { addr: name_server_addr(a)? }))),
+    cmd!(Enable DnsNameServer, &[req::<Name>("IP | dnsVserverName")], NONE, "Ask a name server again",
+        |a| Ok(Command::DnsNameServer(NameServerCmd::Enable { addr: name_server_addr(a)? }))),
+    cmd!(Disable DnsNameServer, &[req::<Name>("IP | dnsVserverName")], NONE, "Stop asking a name server",
+        |a| Ok(Command::DnsNameServer(NameServerCmd::Disable { addr: name_server_addr(a)? }))),
+    cmd!(Show DnsNameServer, &[], OUTPUT, "Show the name servers",
+        |a| Ok(Command::Show { object: Object::DnsNameServer, name: None, format: output(a)? })),
     // server
-    cmd!(Add Server, &[req::<Name>("name"), req::<std::net::IpAddr>("IPAddress")], &[ServerSettings::OPTIONS],
-        "Add a server", |a| Ok(Command::Server(ServerCmd::Add { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? }))),
-    cmd!(Set Server, NAME, &[ServerAddressOpt::OPTIONS, ServerSettings::OPTIONS], "Change a server (its services follow a new -IPAddress)",
+    cmd!(Add Server, &[req::<Name>("name"), req::<crate::value::ServerAddress>("IPAddress | domain")], &[ServerSettings::OPTIONS],
+        "Add a server, by address or by domain name (resolved through the name servers)",
+        |a| Ok(Command::Server(ServerCmd::Add { name: a.pos(0)?, addr: a.pos(1)?, settings: a.settings::<ServerSettings>()? }))),
+    cmd!(Set Server, NAME, &[ServerAddressOpt::OPTIONS, ResolveNowOpt::OPTIONS, ServerSettings::OPTIONS],
+    "Change a server (its services follow a new -IPAddress; -domainResolveNow asks DNS again)",
     |a| Ok(Command::Server(ServerCmd::Set {
         name: a.pos(0)?,
         addr: ServerAddressOpt::default().with(&a.settings::<ServerAddressOpt>()?).ip_address,
+        resolve_now: ResolveNowOpt::default().with(&a.settings::<ResolveNowOpt>()?).domain_resolve_now,
         settings: a.settings::<ServerSettings>()?,
     }))),
     cmd!(unset Server, NAME, &[ServerSettings::OPTIONS], "Return server options to their defaults",

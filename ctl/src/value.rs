@@ -305,6 +305,93 @@ impl ArgValue for IpAddr {
     }
 }
 
+/// A host name as DNS carries it: dot-separated labels of letters, digits, `-` and `_`, each
+/// 1–63 characters, 253 at most, and a last label that is not all digits (so that a mistyped
+/// address is not taken for a name). A trailing dot is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DomainName(pub String);
+
+impl DomainName {
+    pub fn is_valid(s: &str) -> bool {
+        let s = s.strip_suffix('.').unwrap_or(s);
+        let label_ok = |l: &str| {
+            (1..=63).contains(&l.len())
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        !s.is_empty()
+            && s.len() <= 253
+            && s.split('.').all(label_ok)
+            && s.rsplit('.')
+                .next()
+                .is_some_and(|last| !last.chars().all(|c| c.is_ascii_digit()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DomainName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `add server <name> <IPAddress | domain>`: where a server is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ServerAddress {
+    Ip(IpAddr),
+    /// Resolved at run time (see the monitor core's resolver).
+    Domain(DomainName),
+}
+
+impl ServerAddress {
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Self::Ip(ip) => Some(*ip),
+            Self::Domain(_) => None,
+        }
+    }
+
+    pub fn domain(&self) -> Option<&DomainName> {
+        match self {
+            Self::Ip(_) => None,
+            Self::Domain(d) => Some(d),
+        }
+    }
+}
+
+impl fmt::Display for ServerAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ip(ip) => ip.fmt(f),
+            Self::Domain(d) => d.fmt(f),
+        }
+    }
+}
+
+impl ArgValue for ServerAddress {
+    fn help() -> String {
+        "<ip address | domain name>".into()
+    }
+    fn parse(arg: &str, tokens: &[Token]) -> Result<Self> {
+        let text = single(arg, tokens)?;
+        if let Ok(ip) = text.parse() {
+            return Ok(Self::Ip(ip));
+        }
+        if DomainName::is_valid(text) {
+            return Ok(Self::Domain(DomainName(text.to_owned())));
+        }
+        Err(invalid(arg, text))
+    }
+    fn render(&self, out: &mut String) {
+        out.push_str(&self.to_string());
+    }
+}
+
 /// A contiguous IPv4 netmask (`255.255.255.0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Netmask(Ipv4Addr);

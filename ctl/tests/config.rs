@@ -527,6 +527,13 @@ mod round_trip {
             (0..4u8, any::<u32>()).prop_map(|(i, n)| format!("add server srv{i} 198.18.1.{i} -devno {n}")),
             any::<bool>().prop_map(|on| format!("{} ns mode USIP Edge L3", if on { "enable" } else { "disable" })),
             (0..3u8).prop_map(|g| format!("rm serviceGroup sg{g}")),
+            // Domain-based servers and the name servers that resolve them.
+            (0..4u8, 5..100u32).prop_map(|(i, r)| format!("add server dom{i} www{i}.svc.test -domainResolveRetry {r} -queryType A -IPv6Address NO")),
+            (0..4u8, 0..3u8).prop_map(|(i, g)| format!("bind serviceGroup sg{g} dom{i} 443")),
+            (0..4u8).prop_map(|i| format!("add service dsvc{i} dom{i} TCP 443")),
+            (0..4u8).prop_map(|i| format!("set server dom{i} -domainResolveRetry 30")),
+            (0..4u8, any::<bool>()).prop_map(|(i, on)| format!("add dns nameServer 198.18.2.{i} -state {}", if on { "ENABLED" } else { "DISABLED" })),
+            (0..4u8).prop_map(|i| format!("rm dns nameServer 198.18.2.{i}")),
         ]
     }
 
@@ -840,4 +847,111 @@ fn the_persistence_timeout_is_bounded_by_its_type() {
     .unwrap();
     // Without persistence the value is only stored (0 is NetScaler's cookie-insert value).
     run(&mut c, "add lb vserver vs2 TCP 198.19.0.11 80 -timeout 0").unwrap();
+}
+
+/// `show server` needs no counters.
+struct NoRuntime;
+
+impl ctl::render::Runtime for NoRuntime {
+    fn service(&self, _: &str) -> ctl::render::ServiceStats {
+        ctl::render::ServiceStats::default()
+    }
+    fn vserver(&self, _: &str) -> ctl::render::VserverStats {
+        ctl::render::VserverStats::default()
+    }
+    fn drops(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn domain_based_servers_take_their_address_from_the_resolver() {
+    let mut c = config_of(&[
+        "add dns nameServer 198.18.0.53",
+        "add server web www.svc.test -domainResolveRetry 10",
+        "add service dsvc web TCP 443",
+    ]);
+    let server = c.servers["web"].clone();
+    assert_eq!(
+        c.service_addr(&c.services["dsvc"]),
+        None,
+        "not resolved yet"
+    );
+    let show = |c: &Config| {
+        ctl::render::show(c, ctl::grammar::Object::Server, None, false, &NoRuntime).unwrap()
+    };
+    assert!(show(&c).contains("Not resolved yet"), "{}", show(&c));
+    c.resolutions.insert(
+        "web".into(),
+        ctl::conf::Resolution {
+            domain: server.domain().unwrap().clone(),
+            addrs: vec![
+                "198.18.0.11".parse().unwrap(),
+                "198.18.0.12".parse().unwrap(),
+            ],
+            ttl_s: 5,
+            error: None,
+        },
+    );
+    assert_eq!(
+        c.service_addr(&c.services["dsvc"]),
+        Some("198.18.0.11".parse().unwrap()),
+        "the first address of the answer"
+    );
+    assert!(
+        show(&c).contains("Resolved: 198.18.0.11, 198.18.0.12 (TTL 5 s)"),
+        "{}",
+        show(&c)
+    );
+    // Saved as given; what DNS said is not configuration.
+    let saved = render(&c, "now");
+    assert!(
+        saved.contains("add dns nameServer 198.18.0.53\n"),
+        "{saved}"
+    );
+    assert!(
+        saved.contains("add server web www.svc.test -domainResolveRetry 10\n"),
+        "{saved}"
+    );
+    assert!(!saved.contains("198.18.0.11"), "{saved}");
+    // A resolution of another name is not used once the server changes name (re-added).
+    run(&mut c, "rm service dsvc").unwrap();
+    run(&mut c, "rm server web").unwrap();
+    run(&mut c, "add server web other.svc.test").unwrap();
+    assert!(c.resolution(&c.servers["web"]).is_none());
+    run(&mut c, "set server web -domainResolveNow").unwrap();
+    assert_eq!(c.servers["web"].resolve_requests, 1);
+}
+
+#[test]
+fn what_the_resolver_cannot_do_is_refused_by_name() {
+    let cases: &[(&str, &str)] = &[
+        ("add server w6 www.svc.test -queryType AAAA", "IPv4"),
+        ("add server w6 www.svc.test -IPv6Address YES", "IPv4"),
+        ("add dns nameServer 198.18.0.54 -local", "-local"),
+        ("add dns nameServer dns_vsvr", "DNS vserver"),
+        ("add dns nameServer 198.18.0.54 -type TCP", "UDP only"),
+        ("add server bad 198.18.0.999", "Invalid argument value"),
+        ("set server web1 -domainResolveNow", "nothing to resolve"),
+        ("set server dom -IPAddress 198.18.0.9", "domain-based"),
+        ("set service dsvc -IPAddress 198.18.0.9", "domain-based"),
+        ("rm dns nameServer 198.18.0.54", "No such resource"),
+    ];
+    let mut base = config_of(BASE);
+    for l in [
+        "add server dom www.svc.test",
+        "add service dsvc dom TCP 443",
+        "add dns nameServer 198.18.0.53",
+    ] {
+        run(&mut base, l).unwrap();
+    }
+    for (line, says) in cases {
+        let mut c = base.clone();
+        let err = run(&mut c, line).expect_err(line);
+        assert!(
+            err.starts_with("ERROR: ") && err.contains(says),
+            "{line}: {err}"
+        );
+        assert_eq!(c, base, "{line} changed the configuration");
+    }
 }

@@ -32,17 +32,19 @@ impl Config {
             CliError::arg_value(ErrorKind::NoSuchResource, "serverName", server.as_str())
         })?;
         super::apply::require_ipv4("IPAddress", addr)?;
-        Ok(match self.servers.values().find(|s| s.addr == addr) {
-            Some(s) => (s.name.clone(), None),
-            None => (
-                server.clone(),
-                Some(Server {
-                    name: server.clone(),
-                    addr,
-                    settings: ServerSettings::default(),
-                }),
-            ),
-        })
+        Ok(
+            match self.servers.values().find(|s| s.addr.ip() == Some(addr)) {
+                Some(s) => (s.name.clone(), None),
+                None => (
+                    server.clone(),
+                    Some(Server::new(
+                        server.clone(),
+                        crate::value::ServerAddress::Ip(addr),
+                        ServerSettings::default(),
+                    )),
+                ),
+            },
+        )
     }
 
     /// The services a vserver sends new flows to, with their weights: bound services as they

@@ -14,6 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use indexmap::IndexMap;
 
 use crate::error::{CliError, ErrorKind, Result};
+use crate::value::ServerAddress;
 pub use model::*;
 pub use save::{
     Replayed, SaveError, Unsupported, load, load_with, render, replay, replay_text, save_atomic,
@@ -27,6 +28,11 @@ pub struct Config {
     pub ns_ips: IndexMap<Ipv4Addr, NsIp>,
     pub routes: Vec<Route>,
     pub servers: IndexMap<String, Server>,
+    /// `add dns nameServer`: asked in turn for domain-based servers.
+    pub name_servers: IndexMap<IpAddr, NameServer>,
+    /// What the resolver found for domain-based servers, by server name (run-time state:
+    /// never saved; see [`Resolution`]).
+    pub resolutions: IndexMap<String, Resolution>,
     pub metric_tables: IndexMap<String, MetricTable>,
     pub monitors: IndexMap<String, Monitor>,
     pub services: IndexMap<String, Service>,
@@ -42,6 +48,8 @@ impl Default for Config {
             ns_ips: IndexMap::new(),
             routes: Vec::new(),
             servers: IndexMap::new(),
+            name_servers: IndexMap::new(),
+            resolutions: IndexMap::new(),
             metric_tables: IndexMap::new(),
             monitors: builtin_monitors()
                 .into_iter()
@@ -157,9 +165,40 @@ impl Config {
             .ok_or_else(|| no_such(arg, name))
     }
 
-    /// The address of a service (through its server).
+    /// The address of a service (through its server): a domain-based server's first
+    /// resolved address, `None` while it has none.
     pub fn service_addr(&self, service: &Service) -> Option<IpAddr> {
-        self.servers.get(service.server.as_str()).map(|s| s.addr)
+        self.server_addr(self.servers.get(service.server.as_str())?)
+    }
+
+    /// A server's address: its own, or the first its domain resolved to.
+    pub fn server_addr(&self, server: &Server) -> Option<IpAddr> {
+        match &server.addr {
+            ServerAddress::Ip(ip) => Some(*ip),
+            ServerAddress::Domain(_) => self
+                .resolution(server)
+                .and_then(|r| r.addrs.first())
+                .map(|a| IpAddr::V4(*a)),
+        }
+    }
+
+    /// What the resolver found for a domain-based server's current name.
+    pub fn resolution(&self, server: &Server) -> Option<&Resolution> {
+        let domain = server.domain()?;
+        self.resolutions
+            .get(server.name.as_str())
+            .filter(|r| r.domain == *domain)
+    }
+
+    /// Keeps the resolutions of `earlier` that still apply to this configuration's servers
+    /// (same server, same name): for a configuration read again from a file.
+    pub fn keep_resolutions(&mut self, earlier: &Config) {
+        let kept: IndexMap<String, Resolution> = self
+            .servers
+            .values()
+            .filter_map(|s| Some((s.name.0.clone(), earlier.resolution(s)?.clone())))
+            .collect();
+        self.resolutions = kept;
     }
 
     /// The monitors that decide a service's state: the bound ones, or the default monitor,

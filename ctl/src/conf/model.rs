@@ -12,8 +12,8 @@ use crate::keywords;
 use crate::lex::Token;
 use crate::settings;
 use crate::value::{
-    ArgValue, Bounded, ClientIpHeader, Duration, EnabledDisabled, IpList, Name, Netmask, Oid,
-    OnOff, Port, RespCodes, Text, YesNo, single_token,
+    ArgValue, Bounded, ClientIpHeader, DomainName, Duration, EnabledDisabled, IpList, Name,
+    Netmask, Oid, OnOff, Port, RespCodes, ServerAddress, Text, YesNo, single_token,
 };
 
 keywords! {
@@ -150,6 +150,16 @@ keywords! {
 }
 
 keywords! {
+    /// `add server <name> <domain> -queryType`: the records a domain-based server resolves to.
+    pub enum ServerQueryType { A = "A", Aaaa = "AAAA", Srv = "SRV" }
+}
+
+keywords! {
+    /// `add dns nameServer <ip> -type`: how the name server is asked.
+    pub enum NameServerTransport { Udp = "UDP", Tcp = "TCP", UdpTcp = "UDP_TCP" }
+}
+
+keywords! {
     pub enum SnmpVersion { V1 = "V1", V2 = "V2" }
 }
 
@@ -279,6 +289,17 @@ settings! {
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Initial state";
         comment: Option<Text> = None, "comment", Comment, "Free text";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
+        domain_resolve_retry: Bounded<5, 20939> = Bounded::new(5), "domainResolveRetry", DomainResolveRetry, "Domain-based: seconds before asking again after a failed resolution";
+        query_type: ServerQueryType = ServerQueryType::A, "queryType", QueryType, "Domain-based: the records asked for (A)";
+        ipv6_address: YesNo = YesNo::No, "IPv6Address", Ipv6Address, "Domain-based: resolve to IPv6 addresses (NO)";
+    }
+}
+
+settings! {
+    /// `add dns nameServer <ip>`.
+    pub struct NameServerSettings / NameServerSetting / NameServerKey {
+        state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
+        transport: NameServerTransport = NameServerTransport::Udp, "type", Type, "Transport of the queries (UDP)";
     }
 }
 
@@ -518,8 +539,48 @@ impl Route {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Server {
     pub name: Name,
-    pub addr: IpAddr,
+    pub addr: ServerAddress,
     pub settings: ServerSettings,
+    /// `set server <name> -domainResolveNow` requests so far: each asks the resolver to
+    /// query at once (run-time only, never saved).
+    pub resolve_requests: u32,
+}
+
+impl Server {
+    pub fn new(name: Name, addr: ServerAddress, settings: ServerSettings) -> Self {
+        Self {
+            name,
+            addr,
+            settings,
+            resolve_requests: 0,
+        }
+    }
+
+    /// The domain of a domain-based server.
+    pub fn domain(&self) -> Option<&DomainName> {
+        self.addr.domain()
+    }
+}
+
+/// `add dns nameServer <ip>`: where domain-based servers are resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameServer {
+    pub addr: IpAddr,
+    pub settings: NameServerSettings,
+}
+
+/// What the resolver last found for a domain-based server: run-time state, kept beside the
+/// configuration (never saved) so that the tables are built from one value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// The name the answer is for: an answer for a name the server no longer has is unused.
+    pub domain: DomainName,
+    /// In the answer's order; the first is the one a service uses.
+    pub addrs: Vec<Ipv4Addr>,
+    /// Seconds the answer stays good (the records' TTL, or `-dbsTtl`).
+    pub ttl_s: u32,
+    /// Why the last query failed, if it did; the last good addresses stay in use.
+    pub error: Option<String>,
 }
 
 /// A monitor bound to a service.

@@ -64,6 +64,12 @@ pub fn render(config: &Config, stamp: &str) -> String {
         r.settings.render_non_default(&mut l);
         line(l);
     }
+    for n in config.name_servers.values() {
+        let mut l = "add dns nameServer".to_owned();
+        value(&mut l, &n.addr);
+        n.settings.render_non_default(&mut l);
+        line(l);
+    }
     for s in config.servers.values() {
         let mut l = "add server".to_owned();
         name(&mut l, &s.name);

@@ -84,6 +84,10 @@ pub fn show(
         }
         Object::Server => {
             let list = pick(config.servers.values(), name, |s| s.name.as_str(), "name")?;
+            if json {
+                let v: Vec<Value> = list.iter().map(|s| server_json(config, s)).collect();
+                return Ok(Value::from(v).to_string());
+            }
             for (i, s) in list.iter().enumerate() {
                 out.push_str(&format!(
                     "{})\t{} ({})\tState: {}\n",
@@ -92,7 +96,25 @@ pub fn show(
                     s.addr,
                     s.settings.state
                 ));
+                if s.domain().is_some() {
+                    out.push_str(&format!("\t{}\n", resolution_line(config, s)));
+                }
                 super::stored_line(&s.settings, stored_only::SERVER, &mut out);
+            }
+        }
+        Object::DnsNameServer => {
+            if json {
+                let v: Vec<Value> = config.name_servers.values().map(|n| json!({"ip": n.addr.to_string(), "state": n.settings.state.keyword(), "type": n.settings.transport.keyword()})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, n) in config.name_servers.values().enumerate() {
+                out.push_str(&format!(
+                    "{})\t{}  -  State: {}\tProtocol: {}\n",
+                    i + 1,
+                    n.addr,
+                    n.settings.state,
+                    n.settings.transport
+                ));
             }
         }
         Object::Route => {
@@ -264,4 +286,46 @@ fn render_one(settings: &MonitorSettings, key: MonitorKey, out: &mut String) {
             .unwrap_or(rest.len());
         out.push_str(rest[..end].trim());
     }
+}
+
+/// What a domain-based server resolved to, or why it has no address.
+fn resolution_line(config: &Config, s: &Server) -> String {
+    let list = |r: &Resolution| {
+        r.addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match config.resolution(s) {
+        Some(r) if r.addrs.is_empty() => format!(
+            "Not resolved: {}",
+            r.error.as_deref().unwrap_or("no address in the answer")
+        ),
+        Some(r) => match &r.error {
+            None => format!("Resolved: {} (TTL {} s)", list(r), r.ttl_s),
+            Some(e) => format!("Resolved: {} (last query failed: {e})", list(r)),
+        },
+        None if config
+            .name_servers
+            .values()
+            .all(|n| !n.settings.state.is_enabled()) =>
+        {
+            "Not resolved: no name server (add dns nameServer <IP>)".to_owned()
+        }
+        None => "Not resolved yet: waiting for the name server's answer".to_owned(),
+    }
+}
+
+fn server_json(config: &Config, s: &Server) -> Value {
+    let resolution = config.resolution(s);
+    json!({
+        "name": s.name.as_str(),
+        "ipaddress": s.addr.ip().map(|a| a.to_string()),
+        "domain": s.domain().map(|d| d.as_str()),
+        "state": s.settings.state.keyword(),
+        "resolved": resolution.map(|r| r.addrs.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        "ttl": resolution.map(|r| r.ttl_s),
+        "resolution": s.domain().map(|_| resolution_line(config, s)),
+    })
 }

@@ -7,6 +7,7 @@ mod group;
 mod ip;
 mod metric_table;
 mod monitor;
+mod name_server;
 mod parameter;
 mod references;
 mod server;
@@ -210,6 +211,7 @@ impl Config {
         match cmd {
             Command::NsIp(c) => self.apply_ns_ip(c),
             Command::Route(c) => self.apply_route(c),
+            Command::DnsNameServer(c) => self.apply_name_server(c),
             Command::Server(c) => self.apply_server(c),
             Command::Service(c) => self.apply_service(c),
             Command::ServiceGroup(c) => self.apply_group(c),

@@ -24,6 +24,7 @@ impl Config {
     /// `clear ns config -force <level>`: basic keeps the IPs, routes and `lb parameter`,
     /// extended the IPs and routes, full nothing.
     pub(super) fn clear(&mut self, level: ClearLevel) {
+        let name_servers = std::mem::take(&mut self.name_servers);
         let (ips, routes, parameter, modes) = (
             std::mem::take(&mut self.ns_ips),
             std::mem::take(&mut self.routes),
@@ -34,6 +35,7 @@ impl Config {
         if level != ClearLevel::Full {
             self.ns_ips = ips;
             self.routes = routes;
+            self.name_servers = name_servers;
         }
         if level == ClearLevel::Basic {
             self.lb_parameter = parameter;

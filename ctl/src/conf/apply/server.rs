@@ -5,7 +5,32 @@ use super::super::model::*;
 use super::{exists, in_use, rename_in, require_ipv4, state};
 use crate::command::ServerCmd;
 use crate::error::Result;
+use crate::error::{CliError, ErrorKind};
 use crate::settings::Settings;
+use crate::value::{ServerAddress, YesNo};
+
+/// A domain-based server resolves A records: the data path is IPv4.
+fn check_resolvable(settings: &ServerSettings) -> Result<()> {
+    if settings.query_type != ServerQueryType::A {
+        return Err(CliError::arg_value(
+            ErrorKind::NotSupported,
+            "queryType",
+            settings.query_type.to_string(),
+        )
+        .with_detail("Domain-based servers resolve A records: Fulcrum's data path is IPv4"));
+    }
+    if settings.ipv6_address == YesNo::Yes {
+        return Err(
+            CliError::arg_value(ErrorKind::NotSupported, "IPv6Address", "YES")
+                .with_detail("Domain-based servers resolve A records: Fulcrum's data path is IPv4"),
+        );
+    }
+    Ok(())
+}
+
+fn not_domain_rule(name: &crate::value::Name, why: &str) -> CliError {
+    CliError::new(ErrorKind::ArgumentNotApplicable).with_detail(format!("Server {name} {why}"))
+}
 
 impl Config {
     pub(super) fn apply_server(&mut self, cmd: &ServerCmd) -> Result<()> {
@@ -18,29 +43,48 @@ impl Config {
                 if self.servers.contains_key(name.as_str()) {
                     return Err(exists("name", name.as_str()));
                 }
-                require_ipv4("IPAddress", *addr)?;
-                let server = Server {
-                    name: name.clone(),
-                    addr: *addr,
-                    settings: ServerSettings::default().with(settings),
-                };
+                let settings = ServerSettings::default().with(settings);
+                match addr {
+                    ServerAddress::Ip(ip) => require_ipv4("IPAddress", *ip)?,
+                    ServerAddress::Domain(_) => check_resolvable(&settings)?,
+                }
+                let server = Server::new(name.clone(), addr.clone(), settings);
                 self.servers.insert(name.0.clone(), server);
             }
             ServerCmd::Set {
                 name,
                 addr,
+                resolve_now,
                 settings,
             } => {
-                self.server("name", name.as_str())?;
+                let current = self.server("name", name.as_str())?;
+                let domain_based = current.domain().is_some();
                 if let Some(addr) = addr {
+                    if domain_based {
+                        return Err(not_domain_rule(
+                            name,
+                            "is domain-based: DNS gives its address",
+                        ));
+                    }
                     require_ipv4("IPAddress", *addr)?;
+                }
+                if *resolve_now && !domain_based {
+                    return Err(not_domain_rule(
+                        name,
+                        "has an IP address: nothing to resolve",
+                    ));
+                }
+                let next = current.settings.clone().with(settings);
+                if domain_based {
+                    check_resolvable(&next)?;
                 }
                 let server = &mut self.servers[name.as_str()];
                 if let Some(addr) = addr {
-                    server.addr = *addr;
+                    server.addr = ServerAddress::Ip(*addr);
                 }
-                for s in settings {
-                    server.settings.apply(s);
+                server.settings = next;
+                if *resolve_now {
+                    server.resolve_requests = server.resolve_requests.wrapping_add(1);
                 }
             }
             ServerCmd::Unset { name, keys } => {

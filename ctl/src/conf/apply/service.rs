@@ -56,6 +56,15 @@ impl Config {
             } => {
                 require_ipv4("IPAddress", *addr)?;
                 let server = self.service("name", name.as_str())?.server.clone();
+                if self
+                    .servers
+                    .get(server.as_str())
+                    .is_some_and(|s| s.domain().is_some())
+                {
+                    return Err(CliError::new(ErrorKind::ArgumentNotApplicable).with_detail(
+                        format!("Server {server} is domain-based: DNS gives its address"),
+                    ));
+                }
                 // Another service on the same server would move too: that is `set server`'s.
                 if let Some(other) = self
                     .services
@@ -73,7 +82,7 @@ impl Config {
                     )));
                 }
                 if let Some(sv) = self.servers.get_mut(server.as_str()) {
-                    sv.addr = *addr;
+                    sv.addr = crate::value::ServerAddress::Ip(*addr);
                 }
                 set_in(&mut self.services, name, settings, no_such("name", name))?;
             }
