@@ -332,6 +332,7 @@ pub fn run(
     }
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
+        control.apply_resolutions();
         if signals.reload.swap(false, Ordering::Relaxed) {
             match control.reload_file() {
                 Ok(generation) => {

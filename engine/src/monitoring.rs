@@ -9,6 +9,7 @@ use std::time::Duration;
 use ctl::conf::{Config, MonitorSettings, MonitorType};
 use ctl::value::Port;
 use monitors::health::Timers;
+use monitors::resolve::Lookup;
 use monitors::{ChannelDevice, MonitorCore, ProbeKind, StatusCodes, Target};
 
 use crate::clock::Clock;
@@ -161,6 +162,41 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
     out
 }
 
+/// The domain-based servers to keep resolved, and the enabled IPv4 name servers to ask.
+pub fn lookups(config: &Config) -> (Vec<Lookup>, Vec<Ipv4Addr>) {
+    let ttl_override_s = u32::try_from(config.lb_parameter.dbs_ttl.get()).unwrap_or(u32::MAX);
+    let lookups = config
+        .servers
+        .values()
+        .filter_map(|s| {
+            Some(Lookup {
+                server: s.name.0.clone(),
+                domain: s.domain()?.0.clone(),
+                retry_ms: s.settings.domain_resolve_retry.get() * 1000,
+                ttl_override_s,
+                requests: s.resolve_requests,
+            })
+        })
+        .collect();
+    let name_servers = config
+        .name_servers
+        .values()
+        .filter(|n| n.settings.state.is_enabled())
+        .filter_map(|n| match n.addr {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        })
+        .collect();
+    (lookups, name_servers)
+}
+
+/// Gives the monitor core a configuration generation: probe targets and lookups.
+fn follow(core: &mut MonitorCore, config: &Config, tables: &Tables, now: u64) {
+    core.set_targets(targets(config, tables), now);
+    let (lookups, name_servers) = lookups(config);
+    core.set_lookups(lookups, name_servers, now);
+}
+
 fn snips(tables: &Tables) -> Vec<(Ipv4Addr, u8)> {
     tables
         .snips()
@@ -188,7 +224,7 @@ pub fn spawn(
             let now = || clock.now_us();
             let mut tables = control.published.load_full();
             // The control plane refuses more SNIPs than the interface holds.
-            let mut core = match MonitorCore::new(
+            let core = match MonitorCore::new(
                 mac,
                 &snips(&tables),
                 device,
@@ -203,7 +239,8 @@ pub fn spawn(
                     return;
                 }
             };
-            core.set_targets(targets(&control.config(), &tables), now());
+            let mut core = core.with_resolutions(Arc::clone(&control.resolutions));
+            follow(&mut core, &control.config(), &tables, now());
             control.monitor_follows(tables.generation);
             while !stop.load(Ordering::Relaxed) {
                 let current = control.published.load_full();
@@ -212,7 +249,7 @@ pub fn spawn(
                     if let Err(e) = core.set_addresses(&snips(&tables)) {
                         eprintln!("fulcrumd: the monitor core keeps its SNIPs: {e}");
                     }
-                    core.set_targets(targets(&control.config(), &tables), now());
+                    follow(&mut core, &control.config(), &tables, now());
                     control.monitor_follows(tables.generation);
                 }
                 core.poll(now());

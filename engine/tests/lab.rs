@@ -2092,3 +2092,125 @@ fn a_daemon_killed_without_cleanup_starts_again_on_the_same_port() {
     let summary = lab.stop();
     assert!(summary.contains("replacing the XDP program"), "{summary}");
 }
+
+const SECS_5: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `show server NAME`'s text.
+fn show_server(lab: &Lab, name: &str) -> String {
+    String::from_utf8_lossy(&lab.ctl(&["show", "server", name]).stdout).into_owned()
+}
+
+/// Polls `show server NAME` until it holds `text`.
+fn wait_server_shows(lab: &Lab, name: &str, text: &str, limit: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if show_server(lab, name).contains(text) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn a_domain_name_server_is_resolved_through_dnsmasq_and_followed_when_its_answer_changes() {
+    let mut lab = Lab::up("dnsname", 3);
+    // The name server: dnsmasq on a host of the service subnet (an address of b3's), serving
+    // a hosts file with a one-second TTL; unknown names are REFUSED (no upstream).
+    let b3 = lab.ns("b3");
+    let ok = std::process::Command::new("ip")
+        .args(["-n", &b3, "addr", "add", "198.18.0.53/24", "dev", "eth0"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let hosts = lab.dir.join("dns-hosts");
+    std::fs::write(&hosts, "198.18.0.11 www.svc.test\n").unwrap();
+    let dnsmasq = Started(
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &b3,
+                "dnsmasq",
+                "-k",
+                "--conf-file=/dev/null",
+            ])
+            .args(["--no-resolv", "--no-hosts", "--bind-interfaces"])
+            .args(["--listen-address=198.18.0.53", "--port=53", "--local-ttl=1"])
+            .arg(format!("--addn-hosts={}", hosts.display()))
+            .args(["--log-facility=-", "--pid-file=", "--user=nobody"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add dns nameServer 198.18.0.53
+add server web www.svc.test -domainResolveRetry 5
+add server gone missing.svc.test
+add service s1 web HTTP 80
+add service s2 gone HTTP 80
+add lb vserver v HTTP {VIP} 80
+bind lb vserver v s1
+bind lb vserver v s2
+"
+    );
+    lab.start(&conf, 80);
+    assert!(
+        wait_server_shows(&lab, "web", "Resolved: 198.18.0.11 (TTL 1 s)", SECS_5),
+        "{}",
+        show_server(&lab, "web")
+    );
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(names.len(), 20, "every request answered");
+    assert_eq!(count(&names, "backend-1"), 20, "{names:?}");
+    // A name that does not resolve: its service is DOWN and `show server` says why.
+    let gone = show_server(&lab, "gone");
+    assert!(
+        gone.contains("Not resolved:") && gone.contains("REFUSED"),
+        "{gone}"
+    );
+    assert!(
+        lab.wait_service_state("s2", "DOWN", SECS_5).is_some(),
+        "an unresolved server's service is DOWN"
+    );
+    // A download in flight when the answer changes carries on to its end.
+    let file = lab.dir.join("during-change.bin");
+    let download = lab.spawn_download(80, "20M", &file, 30);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The name moves: dnsmasq rereads its hosts file on SIGHUP; the TTL of one second sends
+    // the engine back to it.
+    std::fs::write(&hosts, "198.18.0.12 www.svc.test\n").unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &dnsmasq.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    assert!(
+        wait_server_shows(&lab, "web", "Resolved: 198.18.0.12", SECS_5),
+        "{}",
+        show_server(&lab, "web")
+    );
+    let names = lab.curl_new_connections(80, "/", 20);
+    assert_eq!(count(&names, "backend-2"), 20, "{names:?}");
+    let out = download.wait_with_output().unwrap();
+    assert!(out.status.success(), "the download in flight: {out:?}");
+    assert_eq!(backend_number(&out.stdout), "1");
+    lab.assert_same_as_backend_file(&file, "1");
+    // The name server goes away: the last good address stays in use, and the failure shows.
+    drop(dnsmasq);
+    assert!(
+        wait_server_shows(&lab, "web", "last query failed", SECS_5),
+        "{}",
+        show_server(&lab, "web")
+    );
+    let names = lab.curl_new_connections(80, "/", 5);
+    assert_eq!(count(&names, "backend-2"), 5, "{names:?}");
+    // Saved as written: the domain, not what it resolved to.
+    let saved = lab.ctl(&["save", "ns", "config"]);
+    assert!(saved.status.success());
+    let file = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    assert!(file.contains("add server web www.svc.test\n"), "{file}");
+    assert!(file.contains("add dns nameServer 198.18.0.53\n"), "{file}");
+}

@@ -9,6 +9,7 @@
 //! * [`load`] — the CUSTOMLOAD load formula and threshold exclusion; the LRTM mean.
 //! * [`snmp`] — SNMP v1/v2c GET requests and responses for LOAD monitors; [`tls`] — the
 //!   rustls session of the secure probes, pumped over a smoltcp socket.
+//! * [`resolve`] — the A query of a domain-based server and what its answer says.
 //! * [`target`] — a monitor bound to a service, in this crate's own settings types (the
 //!   engine converts its configuration into them; this crate knows no command language).
 //! * [`schedule`] — the due-time heap; [`device`] — the frame channels to the workers.
@@ -23,6 +24,7 @@ pub mod health;
 pub mod load;
 pub mod probe;
 pub mod publish;
+pub mod resolve;
 pub mod schedule;
 pub mod snmp;
 pub mod target;

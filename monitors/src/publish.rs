@@ -143,6 +143,40 @@ impl ServiceHealth {
     }
 }
 
+/// What the resolver found, waiting for the control plane: it takes the results, turns
+/// them into a configuration generation when an address changed, and publishes that.
+#[derive(Debug, Default)]
+pub struct Resolutions {
+    results: std::sync::Mutex<Vec<crate::resolve::Resolved>>,
+    waiting: AtomicBool,
+}
+
+impl Resolutions {
+    pub fn push(&self, r: crate::resolve::Resolved) {
+        let mut results = self
+            .results
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only the newest result of a server matters.
+        results.retain(|x| x.server != r.server);
+        results.push(r);
+        self.waiting.store(true, Relaxed);
+    }
+
+    /// The results since the last call (cheap when there are none: no lock).
+    pub fn take(&self) -> Vec<crate::resolve::Resolved> {
+        if !self.waiting.swap(false, Relaxed) {
+            return Vec::new();
+        }
+        std::mem::take(
+            &mut *self
+                .results
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

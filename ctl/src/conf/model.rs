@@ -482,7 +482,7 @@ settings! {
         prefer_direct_route: YesNo = YesNo::Yes, "preferDirectRoute", PreferDirectRoute, "Route lookup for directly connected destinations (stored; no effect)";
         allow_bound_svc_removal: EnabledDisabled = EnabledDisabled::Enabled, "AllowBoundSvcRemoval", AllowBoundSvcRemoval, "rm of a bound service (stored; no effect)";
         retain_service_state: OnOff = OnOff::Off, "retainServiceState", RetainServiceState, "Keep services' own state on enable server (stored; no effect)";
-        dbs_ttl: Bounded<0, 2_147_483_647> = Bounded::new(0), "dbsTtl", DbsTtl, "TTL of domain-based services (0 = the answer's TTL; stored; no effect)";
+        dbs_ttl: Bounded<0, 2_147_483_647> = Bounded::new(0), "dbsTtl", DbsTtl, "Seconds a domain-based server's answer is used (0 = the answer's TTL)";
         max_pipeline_nat: Bounded<0, 65535> = Bounded::new(0), "maxPipelineNat", MaxPipelineNat, "UDP/ANY pipelined requests (stored; no effect)";
         monitor_skip_max_client: EnabledDisabled = EnabledDisabled::Disabled, "monitorSkipMaxClient", MonitorSkipMaxClient, "Monitor probes skip maxClient (stored; no effect: probes never count)";
         monitor_connection_close: ConnectionClose = ConnectionClose::Fin, "monitorConnectionClose", MonitorConnectionClose, "How monitor connections close (stored; no effect)";
@@ -778,7 +778,6 @@ pub mod stored_only {
         LbParameterKey::PreferDirectRoute,
         LbParameterKey::AllowBoundSvcRemoval,
         LbParameterKey::RetainServiceState,
-        LbParameterKey::DbsTtl,
         LbParameterKey::MaxPipelineNat,
         LbParameterKey::MonitorSkipMaxClient,
         LbParameterKey::MonitorConnectionClose,

@@ -7,12 +7,14 @@
 //!
 //! * `publish` — generations: tables built, capacity checked, ids recycled, one swap;
 //! * `drains` — `disable service` delays and `-graceFul` across commands;
+//! * `resolved` — domain-based servers' addresses from the monitor core's resolver;
 //! * `runtime` — the running engine as `show`/`stat` read it (counters, health, rates);
 //! * `socket` — the Unix socket server and who may use it.
 
 mod drains;
 mod owned;
 mod publish;
+mod resolved;
 mod runtime;
 mod socket;
 
@@ -76,6 +78,8 @@ pub struct Control {
     /// The generation the monitor core works with (`u64::MAX` while none runs).
     monitor_generation: std::sync::atomic::AtomicU64,
     rates: Mutex<RateBook>,
+    /// The monitor core's resolver puts what it found here (see `resolved`).
+    pub resolutions: Arc<monitors::publish::Resolutions>,
 }
 
 fn service_key(name: &str) -> String {
@@ -141,6 +145,7 @@ impl Control {
             clock: setup.clock,
             monitor_generation: std::sync::atomic::AtomicU64::new(u64::MAX),
             rates: Mutex::new(RateBook::default()),
+            resolutions: Arc::default(),
         })
     }
 
@@ -179,7 +184,9 @@ impl Control {
             .map_err(|e| EngineError::Config(e.to_string()))?;
         let mut state = self.lock();
         let drains = state.drains.clone();
-        self.publish(&mut state, loaded.config, drains)
+        let mut next = loaded.config;
+        next.keep_resolutions(&state.config);
+        self.publish(&mut state, next, drains)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         *self
             .kept_lines

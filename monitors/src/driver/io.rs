@@ -191,6 +191,28 @@ impl Io {
         }
     }
 
+    /// Gives `on` each datagram that arrived on a UDP socket until it takes one (returns
+    /// true); false when an ICMP error said the destination is unreachable.
+    pub fn datagrams(
+        &mut self,
+        sockets: &mut SocketSet<'static>,
+        mut on: impl FnMut(&[u8]) -> bool,
+    ) -> bool {
+        let Self::Datagram { handle, errors } = self else {
+            return true;
+        };
+        if unreachable(sockets.get_mut::<icmp::Socket>(*errors)) {
+            return false;
+        }
+        let socket = sockets.get_mut::<udp::Socket>(*handle);
+        while let Ok((data, _)) = socket.recv() {
+            if on(data) {
+                break;
+            }
+        }
+        true
+    }
+
     /// Ends the probe's I/O: a connection is reset (`-monitorConnectionClose RESET`; the
     /// caller polls the interface so the RST leaves), a script still running is killed.
     pub fn abort(&mut self, sockets: &mut SocketSet<'static>) {

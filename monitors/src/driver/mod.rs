@@ -5,6 +5,7 @@
 //! publishes service state, LRTM response times and CUSTOMLOAD loads.
 
 mod io;
+mod resolver;
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -32,6 +33,7 @@ use crate::schedule::Scheduler;
 use crate::target::Target;
 
 use io::Io;
+use resolver::Resolver;
 
 /// Most addresses (SNIPs) the monitor core's interface holds: smoltcp's build-time limit
 /// (`iface-max-addr-count-8`, its largest).
@@ -146,12 +148,24 @@ pub struct MonitorCore {
     ports: std::ops::Range<u16>,
     tls_config: Arc<rustls::ClientConfig>,
     schedule: Scheduler,
+    resolver: Resolver,
 }
 
 impl std::fmt::Debug for MonitorCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "MonitorCore({} bindings)", self.bindings.len())
     }
+}
+
+/// The next local port of `ports` (wrapping), advancing `next`.
+fn take_port(next: &mut u16, ports: &std::ops::Range<u16>) -> u16 {
+    let p = *next;
+    *next = if p + 1 >= ports.end {
+        ports.start
+    } else {
+        p + 1
+    };
+    p
 }
 
 /// smoltcp's time from the core's (microseconds).
@@ -182,6 +196,7 @@ impl MonitorCore {
             ports,
             tls_config: crate::tls::client_config(),
             schedule: Scheduler::default(),
+            resolver: Resolver::new(Arc::default()),
         };
         core.set_addresses(snips)?;
         Ok(core)
@@ -206,6 +221,24 @@ impl MonitorCore {
             true => Err(TooManyAddresses { given: snips.len() }),
             false => Ok(()),
         }
+    }
+
+    /// Where the resolver's results go (the control plane takes them from there).
+    pub fn with_resolutions(mut self, out: Arc<crate::publish::Resolutions>) -> Self {
+        self.resolver = Resolver::new(out);
+        self
+    }
+
+    /// The domain-based servers to keep resolved and the name servers to ask (a new
+    /// configuration generation).
+    pub fn set_lookups(
+        &mut self,
+        lookups: Vec<crate::resolve::Lookup>,
+        name_servers: Vec<Ipv4Addr>,
+        now: u64,
+    ) {
+        self.resolver
+            .set(lookups, name_servers, &mut self.sockets, now / 1000);
     }
 
     /// Replaces the probe targets (a new configuration generation); bindings that stay keep
@@ -260,13 +293,7 @@ impl MonitorCore {
     }
 
     fn local_port(&mut self) -> u16 {
-        let p = self.next_port;
-        self.next_port = if p + 1 >= self.ports.end {
-            self.ports.start
-        } else {
-            p + 1
-        };
-        p
+        take_port(&mut self.next_port, &self.ports)
     }
 
     /// One round at `now` (microseconds): exchange frames, start the probes that are due,
@@ -292,6 +319,9 @@ impl MonitorCore {
                 None => self.schedule.start_running(i),
             }
         }
+        let (ports, next) = (&self.ports, &mut self.next_port);
+        self.resolver
+            .poll(now, &mut self.sockets, &mut || take_port(next, ports));
         self.iface
             .poll(at(now), &mut self.device, &mut self.sockets);
         self.health.count_lost_frames(self.device.take_lost());
@@ -308,10 +338,14 @@ impl MonitorCore {
     /// frame from the workers ends the wait early.
     pub fn idle_for(&self, now: u64, max: std::time::Duration) -> std::time::Duration {
         let ms = std::time::Duration::from_millis(1);
-        if self.schedule.any_running() {
+        if self.schedule.any_running() || self.resolver.busy() {
             return ms;
         }
-        let until_due = self.schedule.next_due().map_or(max, |due_ms| {
+        let next_due = match (self.schedule.next_due(), self.resolver.next_due_ms()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let until_due = next_due.map_or(max, |due_ms| {
             std::time::Duration::from_micros((due_ms * 1000).saturating_sub(now))
         });
         until_due.clamp(ms, max.max(ms))
