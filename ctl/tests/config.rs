@@ -534,6 +534,7 @@ mod round_trip {
             (0..4u8).prop_map(|i| format!("set server dom{i} -domainResolveRetry 30")),
             (0..4u8, any::<bool>()).prop_map(|(i, on)| format!("add dns nameServer 198.18.2.{i} -state {}", if on { "ENABLED" } else { "DISABLED" })),
             (0..4u8).prop_map(|i| format!("rm dns nameServer 198.18.2.{i}")),
+            (0..3u8, any::<bool>()).prop_map(|(g, on)| format!("set serviceGroup sg{g} -autoScale {}", if on { "DNS" } else { "DISABLED" })),
         ]
     }
 

@@ -2124,7 +2124,11 @@ fn a_domain_name_server_is_resolved_through_dnsmasq_and_followed_when_its_answer
         .unwrap();
     assert!(ok.success());
     let hosts = lab.dir.join("dns-hosts");
-    std::fs::write(&hosts, "198.18.0.11 www.svc.test\n").unwrap();
+    std::fs::write(
+        &hosts,
+        "198.18.0.11 www.svc.test\n198.18.0.11 pool.svc.test\n198.18.0.12 pool.svc.test\n",
+    )
+    .unwrap();
     let dnsmasq = Started(
         std::process::Command::new("ip")
             .args([
@@ -2154,6 +2158,11 @@ add service s2 gone HTTP 80
 add lb vserver v HTTP {VIP} 80
 bind lb vserver v s1
 bind lb vserver v s2
+add server pool pool.svc.test
+add serviceGroup scaled HTTP -autoScale DNS
+bind serviceGroup scaled pool 80
+add lb vserver v2 HTTP {VIP} 81 -lbMethod ROUNDROBIN
+bind lb vserver v2 scaled
 "
     );
     lab.start(&conf, 80);
@@ -2165,6 +2174,10 @@ bind lb vserver v s2
     let names = lab.curl_new_connections(80, "/", 20);
     assert_eq!(names.len(), 20, "every request answered");
     assert_eq!(count(&names, "backend-1"), 20, "{names:?}");
+    // -autoScale DNS: every address of the answer is a member.
+    let spread = lab.curl_new_connections(81, "/", 20);
+    assert_eq!(count(&spread, "backend-1"), 10, "{spread:?}");
+    assert_eq!(count(&spread, "backend-2"), 10, "{spread:?}");
     // A name that does not resolve: its service is DOWN and `show server` says why.
     let gone = show_server(&lab, "gone");
     assert!(
@@ -2181,7 +2194,11 @@ bind lb vserver v s2
     std::thread::sleep(std::time::Duration::from_millis(300));
     // The name moves: dnsmasq rereads its hosts file on SIGHUP; the TTL of one second sends
     // the engine back to it.
-    std::fs::write(&hosts, "198.18.0.12 www.svc.test\n").unwrap();
+    std::fs::write(
+        &hosts,
+        "198.18.0.12 www.svc.test\n198.18.0.12 pool.svc.test\n198.18.0.13 pool.svc.test\n",
+    )
+    .unwrap();
     let hup = std::process::Command::new("kill")
         .args(["-HUP", &dnsmasq.0.id().to_string()])
         .status()
@@ -2194,6 +2211,20 @@ bind lb vserver v s2
     );
     let names = lab.curl_new_connections(80, "/", 20);
     assert_eq!(count(&names, "backend-2"), 20, "{names:?}");
+    // dnsmasq rotates the order of the addresses it answers with: the set is what counts.
+    assert!(
+        wait_server_shows(&lab, "pool", "198.18.0.13", SECS_5),
+        "{}",
+        show_server(&lab, "pool")
+    );
+    let pool = show_server(&lab, "pool");
+    assert!(
+        pool.contains("198.18.0.12") && !pool.contains("198.18.0.11"),
+        "{pool}"
+    );
+    let spread = lab.curl_new_connections(81, "/", 20);
+    assert_eq!(count(&spread, "backend-2"), 10, "{spread:?}");
+    assert_eq!(count(&spread, "backend-3"), 10, "{spread:?}");
     let out = download.wait_with_output().unwrap();
     assert!(out.status.success(), "the download in flight: {out:?}");
     assert_eq!(backend_number(&out.stdout), "1");

@@ -4,7 +4,7 @@
 //! data plane, the monitors and the counters need nothing of their own for groups. They are
 //! named `<group>?<server>?<port>`, which no command can spell, and saved as the group.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::Config;
 use super::model::*;
@@ -56,8 +56,10 @@ impl Config {
                 out.push((s, b.settings.weight.get() as u32));
             } else if let Some(g) = self.service_groups.get(b.service.as_str()) {
                 for m in &g.members {
-                    if let Some(s) = self.services.get(&g.member_service(&m.server, m.port)) {
-                        out.push((s, m.weight.get() as u32));
+                    for (name, _) in self.member_names(g, m) {
+                        if let Some(s) = self.services.get(&name) {
+                            out.push((s, m.weight.get() as u32));
+                        }
                     }
                 }
             }
@@ -69,11 +71,50 @@ impl Config {
     pub fn group_members<'a>(&'a self, g: &'a ServiceGroup) -> Vec<(&'a GroupMember, &'a Service)> {
         g.members
             .iter()
-            .filter_map(|m| {
-                let s = self.services.get(&g.member_service(&m.server, m.port))?;
-                Some((m, s))
+            .flat_map(|m| {
+                self.member_names(g, m)
+                    .into_iter()
+                    .filter_map(move |(name, _)| Some((m, self.services.get(&name)?)))
             })
             .collect()
+    }
+
+    /// The services that stand for member `m`, with the address each is pinned to: one
+    /// named after the member, or with `-autoScale DNS` and a domain-based server, one per
+    /// address its name resolved to (none before the first answer).
+    pub fn member_names(
+        &self,
+        g: &ServiceGroup,
+        m: &GroupMember,
+    ) -> Vec<(String, Option<Ipv4Addr>)> {
+        let base = g.member_service(&m.server, m.port);
+        let server = self.servers.get(m.server.as_str());
+        match server.filter(|s| g.scales_by_dns() && s.domain().is_some()) {
+            Some(server) => self
+                .resolution(server)
+                .map(|r| {
+                    r.addrs
+                        .iter()
+                        .map(|a| (format!("{base}?{a}"), Some(*a)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => vec![(base, None)],
+        }
+    }
+
+    /// Makes the members of `-autoScale DNS` groups match what their names resolved to
+    /// (after the resolutions changed).
+    pub fn sync_scaled_groups(&mut self) {
+        let scaled: Vec<String> = self
+            .service_groups
+            .values()
+            .filter(|g| g.scales_by_dns())
+            .map(|g| g.name.0.clone())
+            .collect();
+        for g in scaled {
+            self.sync_group(&g);
+        }
     }
 
     /// Makes the member services of group `name` match the group (or removes them when the
@@ -87,20 +128,23 @@ impl Config {
         let members: Vec<Service> = g
             .members
             .iter()
-            .map(|m| {
+            .flat_map(|m| {
                 let mut settings = g.settings.clone();
                 if m.state == EnabledDisabled::Disabled {
                     settings.state = EnabledDisabled::Disabled;
                 }
-                Service {
-                    name: Name(g.member_service(&m.server, m.port)),
-                    server: m.server.clone(),
-                    service_type: g.service_type,
-                    port: m.port,
-                    settings,
-                    monitors: g.monitors.clone(),
-                    group: Some(g.name.clone()),
-                }
+                self.member_names(g, m)
+                    .into_iter()
+                    .map(move |(name, pinned)| Service {
+                        name: Name(name),
+                        server: m.server.clone(),
+                        service_type: g.service_type,
+                        port: m.port,
+                        settings: settings.clone(),
+                        monitors: g.monitors.clone(),
+                        group: Some(g.name.clone()),
+                        pinned,
+                    })
             })
             .collect();
         for s in members {

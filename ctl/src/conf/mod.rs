@@ -168,6 +168,9 @@ impl Config {
     /// The address of a service (through its server): a domain-based server's first
     /// resolved address, `None` while it has none.
     pub fn service_addr(&self, service: &Service) -> Option<IpAddr> {
+        if let Some(pinned) = service.pinned {
+            return Some(IpAddr::V4(pinned));
+        }
         self.server_addr(self.servers.get(service.server.as_str())?)
     }
 
@@ -199,6 +202,7 @@ impl Config {
             .filter_map(|s| Some((s.name.0.clone(), earlier.resolution(s)?.clone())))
             .collect();
         self.resolutions = kept;
+        self.sync_scaled_groups();
     }
 
     /// The monitors that decide a service's state: the bound ones, or the default monitor,

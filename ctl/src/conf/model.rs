@@ -155,6 +155,11 @@ keywords! {
 }
 
 keywords! {
+    /// `add serviceGroup -autoScale`: where members come from besides `bind`.
+    pub enum AutoScale { Disabled = "DISABLED", Dns = "DNS", Policy = "POLICY", Cloud = "CLOUD", Api = "API" }
+}
+
+keywords! {
     /// `add dns nameServer <ip> -type`: how the name server is asked.
     pub enum NameServerTransport { Udp = "UDP", Tcp = "TCP", UdpTcp = "UDP_TCP" }
 }
@@ -326,6 +331,7 @@ settings! {
         access_down: YesNo = YesNo::No, "accessDown", AccessDown, "Bridge traffic to a DOWN service (only NO)";
         tcp_profile_name: Option<Name> = None, "tcpProfileName", TcpProfileName, "TCP profile of a proxy's connections (stored; no effect)";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
+        auto_scale: AutoScale = AutoScale::Disabled, "autoScale", AutoScale, "Service groups: DNS makes every address of a domain member a member";
     }
 }
 
@@ -343,6 +349,13 @@ impl ServiceSetting {
                 "YES",
                 "Bridging traffic to a DOWN service needs L2 mode, which Fulcrum does not have",
             )),
+            Self::AutoScale(a @ (AutoScale::Policy | AutoScale::Cloud | AutoScale::Api)) => {
+                Err(absent(
+                    "autoScale",
+                    a.keyword(),
+                    "Fulcrum scales service groups by DNS only (-autoScale DNS)",
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -602,6 +615,9 @@ pub struct Service {
     /// The service group this service is a member of. Members are made from their group
     /// (named `<group>?<server>?<port>`, which no command can spell) and saved as the group.
     pub group: Option<Name>,
+    /// `-autoScale DNS` members: the one address of the domain member's answer this
+    /// service stands for (named `<group>?<server>?<port>?<address>`).
+    pub pinned: Option<Ipv4Addr>,
 }
 
 impl Service {
@@ -637,6 +653,11 @@ impl ServiceGroup {
     /// The name of the service that stands for a member.
     pub fn member_service(&self, server: &Name, port: Port) -> String {
         format!("{}?{}?{}", self.name, server, port)
+    }
+
+    /// `-autoScale DNS`: domain members stand for every address their name resolves to.
+    pub fn scales_by_dns(&self) -> bool {
+        self.settings.auto_scale == AutoScale::Dns
     }
 }
 

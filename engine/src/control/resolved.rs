@@ -22,7 +22,7 @@ pub(super) fn merged(config: &Config, results: &[Resolved]) -> Config {
         let resolution = match &r.answer {
             Ok((addrs, ttl_s)) => Resolution {
                 domain: domain.clone(),
-                addrs: addrs.clone(),
+                addrs: stable_order(earlier.map(|e| e.addrs.as_slice()), addrs),
                 ttl_s: *ttl_s,
                 error: None,
             },
@@ -35,7 +35,21 @@ pub(super) fn merged(config: &Config, results: &[Resolved]) -> Config {
         };
         next.resolutions.insert(r.server.clone(), resolution);
     }
+    next.sync_scaled_groups();
     next
+}
+
+/// The addresses of an answer, in the earlier order when they are the same set: name
+/// servers rotate their answers (round-robin DNS), and a service using the first address
+/// should not move to another backend at every refresh.
+fn stable_order(
+    earlier: Option<&[std::net::Ipv4Addr]>,
+    now: &[std::net::Ipv4Addr],
+) -> Vec<std::net::Ipv4Addr> {
+    match earlier {
+        Some(e) if e.len() == now.len() && now.iter().all(|a| e.contains(a)) => e.to_vec(),
+        _ => now.to_vec(),
+    }
 }
 
 /// One line for the log about a server whose resolution changed.
@@ -120,5 +134,58 @@ mod tests {
         // An answer for a name the server no longer has changes nothing.
         let other = merged(&c, &[resolved("old.svc.test", Ok((vec![], 5)))]);
         assert_eq!(other, c);
+    }
+
+    #[test]
+    fn an_autoscaled_group_has_a_member_per_address() {
+        let mut c = config();
+        for l in [
+            "add serviceGroup sg TCP -autoScale DNS",
+            "bind serviceGroup sg web 443 -weight 3",
+            "add serviceGroup plain TCP",
+            "bind serviceGroup plain web 443",
+        ] {
+            c.apply_all(&parse_line(l).unwrap()).unwrap();
+        }
+        let addrs = |c: &Config, g: &str| -> Vec<String> {
+            c.group_members(&c.service_groups[g])
+                .iter()
+                .map(|(m, s)| format!("{}/{}", c.service_addr(s).unwrap(), m.weight.get()))
+                .collect()
+        };
+        assert!(
+            addrs(&c, "sg").is_empty(),
+            "no member before the first answer"
+        );
+        let ips: Vec<std::net::Ipv4Addr> = ["198.18.0.11", "198.18.0.12"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let c = merged(&c, &[resolved("www.svc.test", Ok((ips.clone(), 5)))]);
+        assert_eq!(addrs(&c, "sg"), ["198.18.0.11/3", "198.18.0.12/3"]);
+        assert_eq!(
+            addrs(&c, "plain"),
+            ["198.18.0.11/1"],
+            "without autoscale: the first"
+        );
+        let rotated: Vec<_> = ips.iter().rev().copied().collect();
+        let same = merged(&c, &[resolved("www.svc.test", Ok((rotated, 5)))]);
+        assert_eq!(same, c, "a rotated answer changes nothing");
+        let c = merged(&c, &[resolved("www.svc.test", Ok((ips[1..].to_vec(), 5)))]);
+        assert_eq!(
+            addrs(&c, "sg"),
+            ["198.18.0.12/3"],
+            "an address gone, its member too"
+        );
+        let saved = ctl::conf::render(&c, "now");
+        assert!(
+            saved.contains("add serviceGroup sg TCP -autoScale DNS\n"),
+            "{saved}"
+        );
+        assert!(
+            saved.contains("bind serviceGroup sg web 443 -weight 3\n"),
+            "{saved}"
+        );
+        assert!(!saved.contains("198.18.0.12"), "{saved}");
     }
 }

@@ -18,6 +18,13 @@ impl Config {
             settings
                 .iter()
                 .try_for_each(ServiceSetting::check_supported)?;
+            if settings
+                .iter()
+                .any(|s| matches!(s, ServiceSetting::AutoScale(_)))
+            {
+                return Err(CliError::arg(ErrorKind::ArgumentNotApplicable, "autoScale")
+                    .with_detail("-autoScale applies to service groups"));
+            }
         }
         match cmd {
             ServiceCmd::Add {
@@ -43,6 +50,7 @@ impl Config {
                     settings: ServiceSettings::default().with(settings),
                     monitors: Vec::new(),
                     group: None,
+                    pinned: None,
                 };
                 if let Some(s) = new_server {
                     self.servers.insert(s.name.0.clone(), s);
