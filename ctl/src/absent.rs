@@ -137,23 +137,40 @@ pub fn is_internal_name(name: &str) -> bool {
     name.starts_with("ns") && (name.contains("-127.0.0.1-") || name.contains("-::1l-"))
 }
 
-/// Options that exist only on a proxy: option, what it is.
-const ABSENT_OPTIONS: &[(&str, &str)] = &[
-    ("cookieName", "cookie persistence"),
-    ("redirectURL", "HTTP redirection"),
-    ("redirectFromPort", "HTTP-to-HTTPS redirection"),
-    ("httpsRedirectUrl", "HTTP-to-HTTPS redirection"),
-    ("httpProfileName", "HTTP profiles"),
-    ("policyName", "policies"),
-    ("rule", "policy expressions"),
-    ("authentication", "authentication"),
-    ("authnVsName", "authentication"),
-    ("push", "push vservers"),
-    ("cacheable", "integrated caching"),
-    ("sslProfile", "SSL profiles"),
-    ("CustomServerID", "custom server ID persistence"),
-    ("grpcStatusCode", "gRPC health checks"),
-    ("sslProfileName", "SSL profiles"),
+const L7: &str = "is an L7 feature; Fulcrum balances at L4";
+const CLUSTER: &str = "is a cluster option; Fulcrum runs as a single node";
+
+/// Options of features Fulcrum does not have: option, what it is, why it is absent.
+const ABSENT_OPTIONS: &[(&str, &str, &str)] = &[
+    ("cookieName", "cookie persistence", L7),
+    ("httpOnlyCookieFlag", "cookie persistence", L7),
+    ("useEncryptedPersistenceCookie", "cookie persistence", L7),
+    ("cookiePassphrase", "cookie persistence", L7),
+    ("redirectURL", "HTTP redirection", L7),
+    ("redirectFromPort", "HTTP-to-HTTPS redirection", L7),
+    ("httpsRedirectUrl", "HTTP-to-HTTPS redirection", L7),
+    ("httpProfileName", "HTTP profiles", L7),
+    ("policyName", "policies", L7),
+    ("rule", "policy expressions", L7),
+    ("authentication", "authentication", L7),
+    ("authnVsName", "authentication", L7),
+    ("push", "push vservers", L7),
+    ("cacheable", "integrated caching", L7),
+    ("sslProfile", "SSL profiles", L7),
+    ("CustomServerID", "custom server ID persistence", L7),
+    ("serverID", "server ID persistence", L7),
+    ("grpcStatusCode", "gRPC health checks", L7),
+    ("sslProfileName", "SSL profiles", L7),
+    (
+        "netProfile",
+        "net profiles",
+        "is not implemented: traffic to a service is sourced from the SNIPs of its subnet",
+    ),
+    ("processLocal", "cluster steering", CLUSTER),
+    ("pathMonitor", "cluster path monitoring", CLUSTER),
+    ("pathMonitorIndv", "cluster path monitoring", CLUSTER),
+    ("ownerNode", "cluster node ownership", CLUSTER),
+    ("vrID", "VRRP", "is not implemented"),
 ];
 
 /// The refusal for `-option value` when it names an absent feature.
@@ -169,15 +186,14 @@ pub fn value(option: &str, value: &str) -> Option<CliError> {
         })
 }
 
-/// The refusal for `-option` when only a proxy has it.
+/// The refusal for `-option` when it belongs to a feature Fulcrum does not have.
 pub fn option(option: &str) -> Option<CliError> {
     ABSENT_OPTIONS
         .iter()
-        .find(|(o, _)| o.eq_ignore_ascii_case(option))
-        .map(|(o, what)| {
-            CliError::arg(ErrorKind::NotSupported, format!("-{o}")).with_detail(format!(
-                "-{o} ({what}) is an L7 feature; Fulcrum balances at L4"
-            ))
+        .find(|(o, _, _)| o.eq_ignore_ascii_case(option))
+        .map(|(o, what, why)| {
+            CliError::arg(ErrorKind::NotSupported, format!("-{o}"))
+                .with_detail(format!("-{o} ({what}) {why}"))
         })
 }
 

@@ -220,6 +220,33 @@ impl<const LO: u64, const HI: u64> ArgValue for Bounded<LO, HI> {
     }
 }
 
+/// A signed integer in `LO..=HI` (`-metric` of an advertised route).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SignedBounded<const LO: i64, const HI: i64>(i64);
+
+impl<const LO: i64, const HI: i64> SignedBounded<LO, HI> {
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<const LO: i64, const HI: i64> ArgValue for SignedBounded<LO, HI> {
+    fn help() -> String {
+        format!("<{LO}-{HI}>")
+    }
+    fn parse(arg: &str, tokens: &[Token]) -> Result<Self> {
+        let text = single(arg, tokens)?;
+        let v: i64 = text.parse().map_err(|_| invalid(arg, text))?;
+        (LO..=HI)
+            .contains(&v)
+            .then_some(Self(v))
+            .ok_or_else(|| CliError::arg_value(ErrorKind::ValueOutOfRange, arg, text))
+    }
+    fn render(&self, out: &mut String) {
+        out.push_str(&self.0.to_string());
+    }
+}
+
 /// A free string (send/receive strings, requests, comments), quoted when written.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Text(pub String);

@@ -535,6 +535,8 @@ mod round_trip {
             (0..4u8, any::<bool>()).prop_map(|(i, on)| format!("add dns nameServer 198.18.2.{i} -state {}", if on { "ENABLED" } else { "DISABLED" })),
             (0..4u8).prop_map(|i| format!("rm dns nameServer 198.18.2.{i}")),
             (0..3u8, any::<bool>()).prop_map(|(g, on)| format!("set serviceGroup sg{g} -autoScale {}", if on { "DNS" } else { "DISABLED" })),
+            (0..3u8, any::<bool>(), 0..600u32).prop_map(|(g, on, d)| format!("set serviceGroup sg{g} -autoDisablegraceful {} -autoDisabledelay {d} -appflowLog {}", if on { "YES" } else { "NO" }, if on { "DISABLED" } else { "ENABLED" })),
+            (0..4u8, -100..100i32, any::<u32>()).prop_map(|(i, m, t)| format!("set ns ip 198.18.{i}.250 -metric {m} -tag {t}")),
         ]
     }
 

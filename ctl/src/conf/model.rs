@@ -283,6 +283,8 @@ settings! {
         dynamic_routing: EnabledDisabled = EnabledDisabled::Disabled, "dynamicRouting", DynamicRouting, "Routing protocols on this SNIP (stored; no effect)";
         host_route: EnabledDisabled = EnabledDisabled::Disabled, "hostRoute", HostRoute, "Advertise a host route for this VIP (stored; no effect without route health injection)";
         host_rt_gw: Option<Ipv4Addr> = None, "hostRtGw", HostRtGw, "Next hop of the advertised host route (stored; no effect)";
+        metric: Option<crate::value::SignedBounded<-16_777_215, 16_777_215>> = None, "metric", Metric, "Added to the advertised route's cost (stored; no effect)";
+        tag: Option<Bounded<0, 4_294_967_295>> = None, "tag", Tag, "Tag of the advertised route (stored; no effect)";
         network_route: EnabledDisabled = EnabledDisabled::Disabled, "networkRoute", NetworkRoute, "Advertise this SNIP's subnet (stored; no effect)";
         vserver_rhi_level: VserverResponse = VserverResponse::OneVserver, "vserverRHILevel", VserverRhiLevel, "When the VIP route is advertised (stored; no effect)";
         state: EnabledDisabled = EnabledDisabled::Enabled, "state", State, "Administrative state";
@@ -332,6 +334,9 @@ settings! {
         tcp_profile_name: Option<Name> = None, "tcpProfileName", TcpProfileName, "TCP profile of a proxy's connections (stored; no effect)";
         devno: DevNo = None, "devno", Devno, "NetScaler's internal device number (stored; no effect)";
         auto_scale: AutoScale = AutoScale::Disabled, "autoScale", AutoScale, "Service groups: DNS makes every address of a domain member a member";
+        auto_disable_graceful: YesNo = YesNo::No, "autoDisablegraceful", AutoDisableGraceful, "Service groups: drain autoscale members that disappear (stored; they always drain: their flows run to their end)";
+        auto_disable_delay: Option<Seconds> = None, "autoDisabledelay", AutoDisableDelay, "Service groups: how long such members drain (stored; no effect)";
+        appflow_log: EnabledDisabled = EnabledDisabled::Enabled, "appflowLog", AppflowLog, "AppFlow (IPFIX) records (stored; no effect: no flow export)";
     }
 }
 
@@ -755,6 +760,9 @@ pub mod stored_only {
     use super::*;
 
     pub const SERVICE: &[ServiceKey] = &[
+        ServiceKey::AutoDisableGraceful,
+        ServiceKey::AutoDisableDelay,
+        ServiceKey::AppflowLog,
         ServiceKey::MaxReq,
         ServiceKey::TcpProfileName,
         ServiceKey::Gslb,
@@ -791,6 +799,8 @@ pub mod stored_only {
         NsIpKey::DynamicRouting,
         NsIpKey::HostRoute,
         NsIpKey::HostRtGw,
+        NsIpKey::Metric,
+        NsIpKey::Tag,
         NsIpKey::NetworkRoute,
         NsIpKey::VserverRhiLevel,
     ];
