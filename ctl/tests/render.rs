@@ -42,6 +42,7 @@ impl Runtime for Fixed {
                 bytes: 0,
             },
             persistent_sessions: Some(9),
+            ..VserverStats::default()
         }
     }
     fn drops(&self) -> Vec<(String, u64)> {

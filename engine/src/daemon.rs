@@ -333,6 +333,7 @@ pub fn run(
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         control.apply_resolutions();
+        control.watch_primaries();
         if signals.reload.swap(false, Ordering::Relaxed) {
             match control.reload_file() {
                 Ok(generation) => {

@@ -17,7 +17,7 @@ use ctl::conf::{Config, IpType, LbMethod, Transport};
 use ctl::value::Port;
 
 use crate::flow::Timeouts;
-use crate::lb::spill::{Fallback, Spill, SpillAction};
+use crate::lb::spill::{Fallback, FallbackState, Spill, SpillAction};
 use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
 use crate::persist::PersistTable;
 use crate::wire::Proto;
@@ -66,6 +66,9 @@ pub struct RtVserver {
     pub persist: Option<Arc<PersistTable>>,
     /// Backup vserver and spillover (see [`crate::lb::spill`]).
     pub fallback: Fallback,
+    /// Its fallback's run-time state, when `-disablePrimaryOnDown` or `-soPersistence` asks
+    /// for one (see [`Tables::attach_fallback_state`]).
+    pub fallback_state: Option<Arc<FallbackState>>,
 }
 
 /// What an address of ours is for.
@@ -395,7 +398,14 @@ impl Tables {
                         Some(ctl::conf::SpilloverAction::Drop) => SpillAction::Drop,
                         _ => SpillAction::Accept,
                     },
+                    disable_primary_on_down: v.settings.disable_primary_on_down.is_enabled(),
+                    so_persistence_s: v
+                        .settings
+                        .so_persistence
+                        .is_enabled()
+                        .then(|| v.settings.so_persistence_timeout.get() * 60),
                 },
+                fallback_state: None,
             });
         }
         // Backups by index, once every vserver has one.
@@ -490,6 +500,30 @@ impl Tables {
         }
     }
 
+    /// Gives each vserver whose fallback needs run-time state its state from `store` (by
+    /// name, so it outlives generations), or a new one; drops the states no vserver needs.
+    pub fn attach_fallback_state(
+        &mut self,
+        store: &mut HashMap<String, Arc<FallbackState>>,
+        sessions: usize,
+    ) {
+        let needs = |v: &RtVserver| {
+            v.fallback.disable_primary_on_down || v.fallback.so_persistence_s.is_some()
+        };
+        store.retain(|name, _| self.vservers.iter().any(|v| v.name == *name && needs(v)));
+        for v in self.vservers.iter_mut().filter(|v| needs(v)) {
+            let state = store
+                .entry(v.name.clone())
+                .or_insert_with(|| Arc::new(FallbackState::new(sessions)));
+            v.fallback_state = Some(Arc::clone(state));
+        }
+    }
+
+    /// The index of the vserver with stable id `id`.
+    pub fn vserver_index(&self, id: u32) -> Option<usize> {
+        self.vservers.iter().position(|v| v.id == id)
+    }
+
     /// Applies the disables in progress: a draining service's flows are flushed from its
     /// drain's time on instead of at once.
     pub fn apply_drains(&mut self, drains: &HashMap<String, crate::drain::Drain>) {
@@ -545,6 +579,12 @@ impl crate::lb::spill::Vservers for Tables {
     }
     fn max_client(&self, service: ServiceId) -> u64 {
         self.service(service).map_or(0, |s| s.max_client)
+    }
+    fn is_out(&self, vs: usize) -> bool {
+        self.vservers.get(vs).is_some_and(|v| {
+            v.fallback.disable_primary_on_down
+                && v.fallback_state.as_ref().is_some_and(|s| s.is_out())
+        })
     }
 }
 

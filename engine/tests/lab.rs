@@ -2245,3 +2245,109 @@ bind lb vserver v2 scaled
     assert!(file.contains("add server web www.svc.test\n"), "{file}");
     assert!(file.contains("add dns nameServer 198.18.0.53\n"), "{file}");
 }
+
+/// `-disablePrimaryOnDown`: a primary that went DOWN stays out after its service is back,
+/// until `enable lb vserver`; `-soPersistence`: a client that spilled over keeps going to the
+/// backup after the primary is below its threshold, while another client gets the primary.
+#[test]
+fn a_primary_that_went_down_stays_out_and_spilled_clients_stick_to_the_backup() {
+    use std::time::Duration;
+    let mut lab = Lab::up("stickbk", 2);
+    let conf = format!(
+        "{SERVICES}add lb vserver bk HTTP 0.0.0.0 0
+add lb vserver web HTTP {VIP} 80 -backupVServer bk -disablePrimaryOnDown ENABLED
+add lb vserver sticky HTTP {VIP} 81 -backupVServer bk -soMethod CONNECTION -soThreshold 1 -soPersistence ENABLED -soPersistenceTimeOut 2
+bind lb vserver web s1
+bind lb vserver sticky s1
+bind lb vserver bk s2
+"
+    );
+    lab.start(&conf, 80);
+    let ctl_ok = |args: &[&str]| {
+        let out = lab.ctl(args);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success() && text.contains("Done"),
+            "{args:?}: {text}"
+        );
+        text
+    };
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-1"), 6, "{names:?}");
+    ctl_ok(&["disable", "service", "s1"]);
+    // The control plane looks every 50 ms.
+    std::thread::sleep(Duration::from_millis(300));
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-2"), 6, "{names:?}");
+    ctl_ok(&["enable", "service", "s1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-2"), 6, "kept out: {names:?}");
+    let shown = ctl_ok(&["show", "lb", "vserver", "web"]);
+    assert!(shown.contains("Kept out after going DOWN"), "{shown}");
+    ctl_ok(&["enable", "lb", "vserver", "web"]);
+    let names = lab.curl_new_connections(80, "/", 6);
+    assert_eq!(count(&names, "backend-1"), 6, "enabled again: {names:?}");
+
+    // soPersistence: one connection held open puts `sticky` at its threshold.
+    let ok = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &lab.ns("cli"),
+            "addr",
+            "add",
+            "198.18.0.51/24",
+            "dev",
+            "eth0",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let wait_active = |n: u64| {
+        for _ in 0..50 {
+            if active_flows(&lab, "s1") == n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("s1 never had {n} open flows: {}", active_flows(&lab, "s1"));
+    };
+    wait_active(0);
+    let mut held = lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:81"), "-"]);
+    wait_active(1);
+    let from = |source: &str| -> String {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-m",
+            "5",
+            "--interface",
+            source,
+            "-H",
+            "Connection: close",
+            &format!("http://{VIP}:81/"),
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(from("198.18.0.50"), "backend-2", "spilled over");
+    let _ = held.kill();
+    let _ = held.wait();
+    wait_active(0);
+    for _ in 0..3 {
+        assert_eq!(
+            from("198.18.0.50"),
+            "backend-2",
+            "the spilled client sticks"
+        );
+        assert_eq!(
+            from("198.18.0.51"),
+            "backend-1",
+            "another client: the primary"
+        );
+    }
+    let shown = ctl_ok(&["show", "lb", "vserver", "sticky"]);
+    assert!(
+        shown.contains("Spilled-over clients kept on the backup: 1"),
+        "{shown}"
+    );
+}

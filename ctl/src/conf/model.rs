@@ -405,9 +405,9 @@ settings! {
         so_method: SpilloverMethod = SpilloverMethod::None, "soMethod", SoMethod, "Spillover: CONNECTION, DYNAMICCONNECTION, BANDWIDTH or HEALTH";
         so_threshold: Option<Bounded<1, 4_294_967_287>> = None, "soThreshold", SoThreshold, "Spillover threshold (connections, kbit/s, or percent of UP weight)";
         so_backup_action: Option<SpilloverAction> = None, "soBackupAction", SoBackupAction, "When spilling over with no usable backup: DROP or ACCEPT";
-        so_persistence: EnabledDisabled = EnabledDisabled::Disabled, "soPersistence", SoPersistence, "Keep spilled clients on the backup (stored; no effect)";
-        so_persistence_timeout: Bounded<2, 1440> = Bounded::new(2), "soPersistenceTimeOut", SoPersistenceTimeout, "Spillover persistence timeout, minutes (stored; no effect)";
-        disable_primary_on_down: EnabledDisabled = EnabledDisabled::Disabled, "disablePrimaryOnDown", DisablePrimaryOnDown, "A primary that went DOWN stays out until enabled (stored; no effect)";
+        so_persistence: EnabledDisabled = EnabledDisabled::Disabled, "soPersistence", SoPersistence, "Clients that spilled over keep going to the backup";
+        so_persistence_timeout: Bounded<2, 1440> = Bounded::new(2), "soPersistenceTimeOut", SoPersistenceTimeout, "How long after its last spilled connection a client keeps going to the backup (minutes)";
+        disable_primary_on_down: EnabledDisabled = EnabledDisabled::Disabled, "disablePrimaryOnDown", DisablePrimaryOnDown, "A vserver that went DOWN stays out (its backup serves) until enabled";
         backup_lb_method: LbMethod = LbMethod::RoundRobin, "backupLBMethod", BackupLbMethod, "Method while LRTM/CUSTOMLOAD lack samples (stored; round robin applies)";
         tcp_profile_name: Option<Name> = None, "tcpProfileName", TcpProfileName, "TCP profile of a proxy's connections (stored; no effect)";
         rhi_state: RhiState = RhiState::Passive, "RHIstate", RhiState, "Route health injection state (stored; no effect)";
@@ -779,9 +779,6 @@ pub mod stored_only {
         VserverKey::TcpProfileName,
         VserverKey::RhiState,
         VserverKey::BackupLbMethod,
-        VserverKey::SoPersistence,
-        VserverKey::SoPersistenceTimeout,
-        VserverKey::DisablePrimaryOnDown,
         VserverKey::Devno,
     ];
     pub const MONITOR: &[MonitorKey] = &[MonitorKey::Deviation, MonitorKey::Devno];

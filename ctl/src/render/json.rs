@@ -51,6 +51,8 @@ pub fn vserver(v: &VserverView) -> Value {
         "hits": v.stats.hits,
         "hitsrate": v.stats.rates.hits,
         "persistentsessions": v.stats.persistent_sessions,
+        "keptout": v.stats.kept_out,
+        "spilledclients": v.stats.spilled_clients,
     })
 }
 

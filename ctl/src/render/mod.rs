@@ -103,6 +103,10 @@ pub struct VserverStats {
     pub rates: Rates,
     /// Live SOURCEIP sessions, for a vserver with persistence.
     pub persistent_sessions: Option<u64>,
+    /// Kept out after going DOWN (`-disablePrimaryOnDown`) until enabled.
+    pub kept_out: bool,
+    /// Clients that spilled over and stick to the backup (`-soPersistence`).
+    pub spilled_clients: Option<u64>,
 }
 
 /// What one worker did (`stat ns`).

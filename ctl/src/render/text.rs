@@ -55,6 +55,15 @@ pub fn show_vserver(view: &VserverView, out: &mut String) {
     if let Some(b) = &v.settings.backup_vserver {
         out.push_str(&format!("\tBackup: {b}\n"));
     }
+    if view.stats.kept_out {
+        out.push_str(&format!(
+            "\tKept out after going DOWN (-disablePrimaryOnDown): enable lb vserver {} to restore\n",
+            v.name
+        ));
+    }
+    if let Some(n) = view.stats.spilled_clients {
+        out.push_str(&format!("\tSpilled-over clients kept on the backup: {n}\n"));
+    }
     if v.settings.so_method != SpilloverMethod::None {
         out.push_str(&format!(
             "\tSpillover: {} threshold {} backup action {}\n",

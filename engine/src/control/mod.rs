@@ -55,6 +55,8 @@ struct State {
     drains: HashMap<String, Drain>,
     /// SOURCEIP session tables by vserver name, kept across generations.
     persist: HashMap<String, Arc<PersistTable>>,
+    /// Backup-chain state by vserver name (`-disablePrimaryOnDown`, `-soPersistence`).
+    fallbacks: HashMap<String, Arc<crate::lb::spill::FallbackState>>,
     /// Told the owned addresses of every generation before it is published.
     owners: Vec<Arc<dyn OwnedAddresses>>,
 }
@@ -124,6 +126,8 @@ impl Control {
         let mut tables = Tables::build(&setup.config, &mut ids, 1);
         let mut persist = HashMap::new();
         tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
+        let mut fallbacks = HashMap::new();
+        tables.attach_fallback_state(&mut fallbacks, SESSIONS_PER_VSERVER);
         publish::check_capacity(&tables, setup.max_services).map_err(EngineError::Capacity)?;
         Ok(Self {
             state: Mutex::new(State {
@@ -132,6 +136,7 @@ impl Control {
                 generation: 1,
                 drains: HashMap::new(),
                 persist,
+                fallbacks,
                 owners: Vec::new(),
             }),
             config_path: setup.config_path,
@@ -175,7 +180,42 @@ impl Control {
         let mut next = state.config.clone();
         next.apply_all(cmds)?;
         let drains = drains_after(&state.drains, cmds, &next, self.now_ms());
-        self.publish(&mut state, next, drains)
+        self.publish(&mut state, next, drains)?;
+        // `enable lb vserver` brings back a vserver kept out by -disablePrimaryOnDown.
+        for cmd in cmds {
+            if let Command::LbVserver(ctl::command::VserverCmd::Enable { name }) = cmd
+                && let Some(f) = state.fallbacks.get(name.as_str())
+            {
+                f.set_out(false);
+            }
+        }
+        Ok(())
+    }
+
+    /// `-disablePrimaryOnDown`: a vserver none of whose services is UP and in service is kept out (its
+    /// backup takes its connections) until an operator enables it. Called every 50 ms.
+    pub fn watch_primaries(&self) {
+        let tables = self.published.load();
+        for v in &tables.vservers {
+            let Some(state) = v.fallback_state.as_ref() else {
+                continue;
+            };
+            let members = v.pool.members();
+            // DOWN: no service UP and in service (monitors DOWN, or disabled).
+            let down = v.enabled
+                && !members.is_empty()
+                && members.iter().all(|m| {
+                    !(self.health.is_up(m.service)
+                        && tables.service(m.service).is_some_and(|s| s.enabled))
+                });
+            if v.fallback.disable_primary_on_down && down && !state.is_out() {
+                eprintln!(
+                    "fulcrumd: vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
+                    v.name, v.name
+                );
+                state.set_out(true);
+            }
+        }
     }
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.

@@ -54,6 +54,8 @@ impl Control {
         tables.apply_drains(&drains);
         let mut persist = state.persist.clone();
         tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
+        let mut fallbacks = state.fallbacks.clone();
+        tables.attach_fallback_state(&mut fallbacks, SESSIONS_PER_VSERVER);
         check_capacity(&tables, self.max_services)
             .map_err(|e| CliError::new(ErrorKind::NotSupported).with_detail(e))?;
         self.tell_owners(state, &tables)?;
@@ -62,6 +64,7 @@ impl Control {
         state.config = next;
         state.drains = drains;
         state.persist = persist;
+        state.fallbacks = fallbacks;
         self.published.store(Arc::new(tables));
         Ok(())
     }

@@ -116,9 +116,10 @@ impl Runtime for LiveRuntime<'_> {
     }
 
     fn vserver(&self, name: &str) -> VserverStats {
-        let Some(v) = self.tables.vservers.iter().find(|v| v.name == name) else {
+        let Some(index) = self.tables.vservers.iter().position(|v| v.name == name) else {
             return VserverStats::default();
         };
+        let v = &self.tables.vservers[index];
         let members = v.pool.members();
         let missing = |f: &dyn Fn(u32) -> bool| {
             members
@@ -151,6 +152,12 @@ impl Runtime for LiveRuntime<'_> {
                 .persist
                 .as_ref()
                 .map(|t| t.live(self.control.now_ms() / 1000) as u64),
+            kept_out: crate::lb::spill::Vservers::is_out(&*self.tables, index),
+            spilled_clients: v
+                .fallback
+                .so_persistence_s
+                .and(v.fallback_state.as_ref())
+                .map(|f| f.spilled.live(self.control.now_ms() / 1000) as u64),
         }
     }
 

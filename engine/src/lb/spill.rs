@@ -7,7 +7,10 @@
 //! backup chain; if the chain ends without a vserver that takes it, a spilling one serves it
 //! anyway unless its action is DROP.
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use super::{Member, ServiceId, ServiceView};
+use crate::persist::PersistTable;
 
 /// `-soMethod` with its threshold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +42,40 @@ pub struct Fallback {
     pub backup: Option<usize>,
     pub spill: Option<Spill>,
     pub action: SpillAction,
+    /// `-disablePrimaryOnDown ENABLED`: once DOWN, out until `enable lb vserver`.
+    pub disable_primary_on_down: bool,
+    /// `-soPersistence ENABLED`: how long a client that spilled over keeps going to the
+    /// backup after its last such connection, in seconds.
+    pub so_persistence_s: Option<u64>,
+}
+
+/// A vserver's fallback state at run time, kept across configuration generations (by the
+/// control plane, by vserver name) and shared by the workers.
+#[derive(Debug)]
+pub struct FallbackState {
+    /// `-disablePrimaryOnDown`: the vserver went DOWN; it takes no new connection until an
+    /// operator enables it again.
+    pub out: AtomicBool,
+    /// `-soPersistence`: clients that spilled over, with the id of the vserver that took
+    /// them.
+    pub spilled: PersistTable,
+}
+
+impl FallbackState {
+    pub fn new(sessions: usize) -> Self {
+        Self {
+            out: AtomicBool::new(false),
+            spilled: PersistTable::new(sessions),
+        }
+    }
+
+    pub fn is_out(&self) -> bool {
+        self.out.load(Relaxed)
+    }
+
+    pub fn set_out(&self, out: bool) {
+        self.out.store(out, Relaxed);
+    }
 }
 
 impl Fallback {
@@ -93,6 +130,20 @@ pub trait Vservers {
     fn members(&self, vs: usize) -> &[Member];
     fn fallback(&self, vs: usize) -> Fallback;
     fn max_client(&self, service: ServiceId) -> u64;
+    /// Kept out after going DOWN (`-disablePrimaryOnDown`).
+    fn is_out(&self, _vs: usize) -> bool {
+        false
+    }
+}
+
+/// Whether `vs` could take a connection itself: enabled, not kept out, a candidate service.
+pub fn usable<T: Vservers, V: ServiceView>(vservers: &T, vs: usize, view: &V) -> bool {
+    vservers.enabled(vs)
+        && !vservers.is_out(vs)
+        && vservers
+            .members(vs)
+            .iter()
+            .any(|m| view.is_candidate(m.service))
 }
 
 /// Why no vserver of the chain takes the connection.
@@ -119,7 +170,7 @@ pub fn serving<T: Vservers, V: ServiceView>(
     for _ in 0..MAX_CHAIN {
         let fallback = vservers.fallback(vs);
         let members = vservers.members(vs);
-        let usable = vservers.enabled(vs) && members.iter().any(|m| view.is_candidate(m.service));
+        let usable = usable(vservers, vs, view);
         let spills = usable
             && fallback
                 .spill
@@ -220,6 +271,7 @@ mod tests {
                 backup: Some(1),
                 spill: Some(spill),
                 action: SpillAction::Accept,
+                ..Default::default()
             })
         };
         let up = [true, true, true];
@@ -244,6 +296,7 @@ mod tests {
                 backup: Some(1),
                 spill: Some(Spill::Connection(1)),
                 action,
+                ..Default::default()
             })
         };
         let backup_down = view(&[true, true, false], &[1, 0, 0]);
@@ -260,6 +313,7 @@ mod tests {
             backup: Some(1),
             spill: Some(Spill::DynamicConnection),
             action: SpillAction::Accept,
+            ..Default::default()
         });
         t.1 = vec![5, 0, 0];
         assert_eq!(serving(&t, 0, &view(&[true; 3], &[100, 100, 0])), Ok(0));

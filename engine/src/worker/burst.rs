@@ -227,6 +227,42 @@ impl Worker {
         Stage::Lookup(snip)
     }
 
+    /// The vserver of `primary`'s backup chain that takes a new connection from `client`
+    /// (see [`spill::serving`]); with `-soPersistence`, a client that spilled over goes back
+    /// to the vserver that took it while its session lasts and that vserver is usable.
+    fn fallen_back(
+        &self,
+        primary: usize,
+        client: Ipv4Addr,
+        now_s: u64,
+        view: &LiveView<'_>,
+    ) -> Result<usize, DropReason> {
+        let tables = &*self.tables;
+        let v = &tables.vservers[primary];
+        let sticky = v.fallback.so_persistence_s.zip(v.fallback_state.as_deref());
+        if let Some((_, state)) = sticky
+            && let Some(to) = state.spilled.lookup(client, now_s)
+            && let Some(to) = tables.vserver_index(to)
+            && spill::usable(tables, to, view)
+        {
+            return Ok(to);
+        }
+        let vs = spill::serving(tables, primary, view).map_err(|r| match r {
+            spill::Refusal::NoService => DropReason::NoService,
+            spill::Refusal::SpilledOver => DropReason::SpilledOver,
+        })?;
+        // Spilled over (the primary could have served): the client sticks to where it went.
+        if let Some((timeout_s, state)) = sticky
+            && vs != primary
+            && spill::usable(tables, primary, view)
+        {
+            state
+                .spilled
+                .record(client, tables.vservers[vs].id, now_s, timeout_s);
+        }
+        Ok(vs)
+    }
+
     fn new_flow(
         &mut self,
         now_ms: u64,
@@ -255,10 +291,7 @@ impl Worker {
         let vs = if fallback.is_none() {
             vs
         } else {
-            spill::serving(&*self.tables, vs, &view).map_err(|r| match r {
-                spill::Refusal::NoService => DropReason::NoService,
-                spill::Refusal::SpilledOver => DropReason::SpilledOver,
-            })?
+            self.fallen_back(vs, ip.src, now_ms / 1000, &view)?
         };
         let vserver = &self.tables.vservers[vs];
         let vserver_id = vserver.id;
