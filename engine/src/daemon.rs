@@ -334,6 +334,7 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(50));
         control.apply_resolutions();
         control.watch_primaries();
+        control.watch_sessions();
         if signals.reload.swap(false, Ordering::Relaxed) {
             match control.reload_file() {
                 Ok(generation) => {

@@ -209,6 +209,9 @@ pub struct Tables {
     /// Addresses of USIP services: their replies, to clients' own addresses, are ours.
     pub usip_sources: Vec<Ipv4Addr>,
     pub startup_rr_factor: u64,
+    /// `-sessionsThreshold` reached: no new persistence session (shared by every
+    /// generation; see the control plane's `watch`).
+    pub sessions_full: Arc<std::sync::atomic::AtomicBool>,
     exact: HashMap<(u32, u8, u16), u32>,
     any_port: HashMap<(u32, u8), u32>,
 }
@@ -448,6 +451,7 @@ impl Tables {
             local,
             usip_sources,
             startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
+            sessions_full: Arc::default(),
             exact,
             any_port,
         }

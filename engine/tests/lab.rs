@@ -2351,3 +2351,75 @@ bind lb vserver bk s2
         "{shown}"
     );
 }
+
+/// `set lb parameter -sessionsThreshold 1`: once one SOURCEIP session lives, a new client
+/// is balanced without one; the first client keeps its session.
+#[test]
+fn the_sessions_threshold_caps_new_persistence_sessions() {
+    let mut lab = Lab::up("sessthr", 2);
+    let conf = format!(
+        "set lb parameter -sessionsThreshold 1
+{SERVICES}add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP
+bind lb vserver web s1
+bind lb vserver web s2
+"
+    );
+    lab.start(&conf, 80);
+    let ok = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &lab.ns("cli"),
+            "addr",
+            "add",
+            "198.18.0.51/24",
+            "dev",
+            "eth0",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let from = |source: &str| -> String {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-m",
+            "5",
+            "--interface",
+            source,
+            "-H",
+            "Connection: close",
+            &format!("http://{VIP}/"),
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let sessions = || -> Vec<String> {
+        let out = lab.ctl(&["show", "lb", "persistentSessions", "web"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("SOURCEIP"))
+            .map(str::to_owned)
+            .collect()
+    };
+    // The start's own probe from .50 made the first session.
+    let first = from("198.18.0.50");
+    assert!(first.starts_with("backend-"), "{first}");
+    // The count is taken once a second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(from("198.18.0.51"));
+        assert_eq!(
+            from("198.18.0.50"),
+            first,
+            "the first client keeps its session"
+        );
+    }
+    let listed = sessions();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].contains("198.18.0.50"), "{listed:?}");
+    // Without a session the new client is balanced: round robin alternates it.
+    assert!(
+        seen.iter().any(|b| *b != seen[0]),
+        "the new client is balanced afresh each time: {seen:?}"
+    );
+}

@@ -496,7 +496,7 @@ settings! {
         startup_rr_factor: Bounded<0, 4_294_967_295> = Bounded::new(0), "startupRRFactor", StartupRrFactor, "Round robin for N x bound services new flows after a change (0 = off)";
         consolidated_lconn: YesNo = YesNo::Yes, "consolidatedLConn", ConsolidatedLConn, "Least-X methods use counts summed over all cores";
         use_port_for_hash_lb: YesNo = YesNo::Yes, "usePortForHashLb", UsePortForHashLb, "Hash methods include the service port";
-        sessions_threshold: Bounded<0, 4_294_967_294> = Bounded::new(0), "sessionsThreshold", SessionsThreshold, "Most persistence sessions (0 = the engine's table size)";
+        sessions_threshold: Bounded<0, 4_294_967_294> = Bounded::new(0), "sessionsThreshold", SessionsThreshold, "Most persistence sessions of all vservers; beyond, new clients get none (0 = only the tables' size)";
         prefer_direct_route: YesNo = YesNo::Yes, "preferDirectRoute", PreferDirectRoute, "Route lookup for directly connected destinations (stored; no effect)";
         allow_bound_svc_removal: EnabledDisabled = EnabledDisabled::Enabled, "AllowBoundSvcRemoval", AllowBoundSvcRemoval, "rm of a bound service (stored; no effect)";
         retain_service_state: OnOff = OnOff::Off, "retainServiceState", RetainServiceState, "Keep services' own state on enable server (stored; no effect)";
@@ -802,7 +802,6 @@ pub mod stored_only {
         NsIpKey::VserverRhiLevel,
     ];
     pub const LB_PARAMETER: &[LbParameterKey] = &[
-        LbParameterKey::SessionsThreshold,
         LbParameterKey::PreferDirectRoute,
         LbParameterKey::AllowBoundSvcRemoval,
         LbParameterKey::RetainServiceState,

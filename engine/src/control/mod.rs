@@ -9,7 +9,8 @@
 //! * `drains` — `disable service` delays and `-graceFul` across commands;
 //! * `resolved` — domain-based servers' addresses from the monitor core's resolver;
 //! * `runtime` — the running engine as `show`/`stat` read it (counters, health, rates);
-//! * `socket` — the Unix socket server and who may use it.
+//! * `socket` — the Unix socket server and who may use it;
+//! * `watch` — what the daemon's loop looks at: vservers that went DOWN, the session count.
 
 mod drains;
 mod owned;
@@ -17,6 +18,7 @@ mod publish;
 mod resolved;
 mod runtime;
 mod socket;
+mod watch;
 
 pub use owned::OwnedAddresses;
 pub use socket::{Admins, serve};
@@ -82,6 +84,11 @@ pub struct Control {
     rates: Mutex<RateBook>,
     /// The monitor core's resolver puts what it found here (see `resolved`).
     pub resolutions: Arc<monitors::publish::Resolutions>,
+    /// `set lb parameter -sessionsThreshold` reached: no new persistence session (see
+    /// `watch`); every generation's tables share it.
+    sessions_full: Arc<std::sync::atomic::AtomicBool>,
+    /// When `watch` last counted the sessions (ms).
+    sessions_counted_ms: std::sync::atomic::AtomicU64,
 }
 
 fn service_key(name: &str) -> String {
@@ -128,6 +135,7 @@ impl Control {
         tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);
         let mut fallbacks = HashMap::new();
         tables.attach_fallback_state(&mut fallbacks, SESSIONS_PER_VSERVER);
+        let sessions_full = Arc::clone(&tables.sessions_full);
         publish::check_capacity(&tables, setup.max_services).map_err(EngineError::Capacity)?;
         Ok(Self {
             state: Mutex::new(State {
@@ -151,6 +159,8 @@ impl Control {
             monitor_generation: std::sync::atomic::AtomicU64::new(u64::MAX),
             rates: Mutex::new(RateBook::default()),
             resolutions: Arc::default(),
+            sessions_full,
+            sessions_counted_ms: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -190,32 +200,6 @@ impl Control {
             }
         }
         Ok(())
-    }
-
-    /// `-disablePrimaryOnDown`: a vserver none of whose services is UP and in service is kept out (its
-    /// backup takes its connections) until an operator enables it. Called every 50 ms.
-    pub fn watch_primaries(&self) {
-        let tables = self.published.load();
-        for v in &tables.vservers {
-            let Some(state) = v.fallback_state.as_ref() else {
-                continue;
-            };
-            let members = v.pool.members();
-            // DOWN: no service UP and in service (monitors DOWN, or disabled).
-            let down = v.enabled
-                && !members.is_empty()
-                && members.iter().all(|m| {
-                    !(self.health.is_up(m.service)
-                        && tables.service(m.service).is_some_and(|s| s.enabled))
-                });
-            if v.fallback.disable_primary_on_down && down && !state.is_out() {
-                eprintln!(
-                    "fulcrumd: vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
-                    v.name, v.name
-                );
-                state.set_out(true);
-            }
-        }
     }
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.

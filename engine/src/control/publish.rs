@@ -51,6 +51,7 @@ impl Control {
         let mut ids = state.ids.clone();
         self.recycle_ids(&mut ids);
         let mut tables = Tables::build(&next, &mut ids, state.generation + 1);
+        tables.sessions_full = std::sync::Arc::clone(&self.sessions_full);
         tables.apply_drains(&drains);
         let mut persist = state.persist.clone();
         tables.attach_persistence(&mut persist, SESSIONS_PER_VSERVER);

@@ -317,7 +317,15 @@ impl Worker {
                     .service
             }
         };
-        if let (Some(table), Some(timeout)) = (&vserver.persist, vserver.persist_timeout_s) {
+        // At -sessionsThreshold a client without a session gets none.
+        let may_record = persisted.is_some()
+            || !self
+                .tables
+                .sessions_full
+                .load(std::sync::atomic::Ordering::Relaxed);
+        if let (Some(table), Some(timeout), true) =
+            (&vserver.persist, vserver.persist_timeout_s, may_record)
+        {
             table.record(ip.src, service, now_s, timeout);
         }
         let svc = self.tables.service(service).ok_or(DropReason::NoService)?;

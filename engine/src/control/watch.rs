@@ -1,0 +1,67 @@
+//! What the daemon's loop looks at between commands: vservers that went DOWN
+//! (`-disablePrimaryOnDown`) and the number of persistence sessions (`-sessionsThreshold`).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::Control;
+
+/// How often the persistence sessions are counted (a count walks every table).
+const SESSIONS_EVERY_MS: u64 = 1000;
+
+impl Control {
+    /// `-disablePrimaryOnDown`: a vserver none of whose services is UP and in service is kept out (its
+    /// backup takes its connections) until an operator enables it. Called every 50 ms.
+    pub fn watch_primaries(&self) {
+        let tables = self.published.load();
+        for v in &tables.vservers {
+            let Some(state) = v.fallback_state.as_ref() else {
+                continue;
+            };
+            let members = v.pool.members();
+            // DOWN: no service UP and in service (monitors DOWN, or disabled).
+            let down = v.enabled
+                && !members.is_empty()
+                && members.iter().all(|m| {
+                    !(self.health.is_up(m.service)
+                        && tables.service(m.service).is_some_and(|s| s.enabled))
+                });
+            if v.fallback.disable_primary_on_down && down && !state.is_out() {
+                eprintln!(
+                    "fulcrumd: vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
+                    v.name, v.name
+                );
+                state.set_out(true);
+            }
+        }
+    }
+
+    /// `set lb parameter -sessionsThreshold N`: once the live persistence sessions of all
+    /// vservers reach N, no new session is made (clients without one are balanced by the
+    /// method; those with one keep it). Counted once a second, so the count may pass N by
+    /// what a second of new clients adds.
+    pub fn watch_sessions(&self) {
+        let now = self.now_ms();
+        let last = self.sessions_counted_ms.load(Relaxed);
+        if now < last + SESSIONS_EVERY_MS {
+            return;
+        }
+        self.sessions_counted_ms.store(now, Relaxed);
+        let threshold = self.lock().config.lb_parameter.sessions_threshold.get();
+        let full = threshold > 0 && {
+            let tables = self.published.load();
+            let live: u64 = tables
+                .vservers
+                .iter()
+                .filter_map(|v| v.persist.as_ref())
+                .map(|t| t.live(now / 1000) as u64)
+                .sum();
+            live >= threshold
+        };
+        if self.sessions_full.swap(full, Relaxed) != full {
+            eprintln!(
+                "fulcrumd: persistence sessions {} -sessionsThreshold {threshold}",
+                if full { "reached" } else { "back under" }
+            );
+        }
+    }
+}
