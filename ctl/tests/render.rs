@@ -251,7 +251,7 @@ fn stored_only_options_are_shown_with_their_note() {
     let conf = format!(
         "{CONF}set service s1 -CKA YES -devno 7
 set ns ip 198.18.0.2 -mgmtAccess ENABLED
-set lb parameter -sessionsThreshold 5000
+set lb parameter -sessionsThreshold 5000 -maxPipelineNat 255
 add lb vserver bk HTTP 0.0.0.0 0
 set lb vserver web -backupVServer bk -soMethod CONNECTION -soThreshold 9 -RHIstate ACTIVE
 add route 198.20.0.0 255.255.0.0 198.18.0.1 -distance 5
@@ -263,7 +263,7 @@ add route 198.20.0.0 255.255.0.0 198.18.0.1 -distance 5
     let cases = [
         (Object::Service, Some("s1"), " -CKA YES -devno 7"),
         (Object::NsIp, None, " -mgmtAccess ENABLED"),
-        (Object::LbParameter, None, " -sessionsThreshold 5000"),
+        (Object::LbParameter, None, " -maxPipelineNat 255"),
         (Object::LbVserver, Some("web"), " -RHIstate ACTIVE"),
         (Object::Route, None, " -distance 5"),
     ];
@@ -272,6 +272,9 @@ add route 198.20.0.0 255.255.0.0 198.18.0.1 -distance 5
         let want = format!("{note}{options}");
         assert!(out.lines().any(|l| l == want), "missing {want:?} in\n{out}");
     }
+    // Implemented options are shown as settings, not in the note.
+    let out = show(&c, Object::LbParameter, None, false, &Fixed).unwrap();
+    assert!(out.contains("\tSessions threshold: 5000"), "{out}");
     let out = show(&c, Object::LbVserver, Some("web"), false, &Fixed).unwrap();
     assert!(out.contains("\tBackup: bk\n"), "{out}");
     assert!(
