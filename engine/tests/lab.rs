@@ -2290,19 +2290,7 @@ bind lb vserver bk s2
     assert_eq!(count(&names, "backend-1"), 6, "enabled again: {names:?}");
 
     // soPersistence: one connection held open puts `sticky` at its threshold.
-    let ok = std::process::Command::new("ip")
-        .args([
-            "-n",
-            &lab.ns("cli"),
-            "addr",
-            "add",
-            "198.18.0.51/24",
-            "dev",
-            "eth0",
-        ])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    lab.add_client_address("198.18.0.51/24");
     let wait_active = |n: u64| {
         for _ in 0..50 {
             if active_flows(&lab, "s1") == n {
@@ -2315,20 +2303,7 @@ bind lb vserver bk s2
     wait_active(0);
     let mut held = lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:81"), "-"]);
     wait_active(1);
-    let from = |source: &str| -> String {
-        let out = lab.client(&[
-            "curl",
-            "-s",
-            "-m",
-            "5",
-            "--interface",
-            source,
-            "-H",
-            "Connection: close",
-            &format!("http://{VIP}:81/"),
-        ]);
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    let from = |source: &str| lab.curl_from(source, 81);
     assert_eq!(from("198.18.0.50"), "backend-2", "spilled over");
     let _ = held.kill();
     let _ = held.wait();
@@ -2365,33 +2340,8 @@ bind lb vserver web s2
 "
     );
     lab.start(&conf, 80);
-    let ok = std::process::Command::new("ip")
-        .args([
-            "-n",
-            &lab.ns("cli"),
-            "addr",
-            "add",
-            "198.18.0.51/24",
-            "dev",
-            "eth0",
-        ])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let from = |source: &str| -> String {
-        let out = lab.client(&[
-            "curl",
-            "-s",
-            "-m",
-            "5",
-            "--interface",
-            source,
-            "-H",
-            "Connection: close",
-            &format!("http://{VIP}/"),
-        ]);
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
+    lab.add_client_address("198.18.0.51/24");
+    let from = |source: &str| lab.curl_from(source, 80);
     let sessions = || -> Vec<String> {
         let out = lab.ctl(&["show", "lb", "persistentSessions", "web"]);
         String::from_utf8_lossy(&out.stdout)

@@ -132,7 +132,11 @@ pub fn show(
         Object::LbParameter => {
             let p = &config.lb_parameter;
             out.push_str(&format!("\tStartup RR factor: {}\n\tConsolidated Least Conn: {}\n\tUse port for hash LB: {}\n", p.startup_rr_factor.get(), p.consolidated_lconn, p.use_port_for_hash_lb));
-            out.push_str(&format!("\tSessions threshold: {}\tDomain-based server TTL (dbsTtl): {} s\n", p.sessions_threshold.get(), p.dbs_ttl.get()));
+            out.push_str(&format!(
+                "\tSessions threshold: {}\tDomain-based server TTL (dbsTtl): {} s\n",
+                p.sessions_threshold.get(),
+                p.dbs_ttl.get()
+            ));
             super::stored_line(p, stored_only::LB_PARAMETER, &mut out);
         }
         Object::LbPersistentSessions => {

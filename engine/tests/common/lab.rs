@@ -343,6 +343,29 @@ impl Lab {
         None
     }
 
+    /// A second address for the client namespace (a second client).
+    pub fn add_client_address(&self, cidr: &str) {
+        run(Command::new("ip").args(["-n", &self.ns("cli"), "addr", "add", cidr, "dev", "eth0"]));
+    }
+
+    /// One request to the VIP's `port` on a new connection from the client address
+    /// `source`; returns the body (the backend's name for `/`).
+    pub fn curl_from(&self, source: &str, port: u16) -> String {
+        let url = format!("http://{}:{port}/", self.vip);
+        let out = self.client(&[
+            "curl",
+            "-s",
+            "-m",
+            "5",
+            "--interface",
+            source,
+            "-H",
+            "Connection: close",
+            &url,
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     /// `n` requests, each on a new connection; returns the backend names in order.
     pub fn curl_new_connections(&self, port: u16, path: &str, n: usize) -> Vec<String> {
         let url = format!("http://{}:{port}{path}", self.vip);
