@@ -2373,3 +2373,58 @@ bind lb vserver web s2
         "the new client is balanced afresh each time: {seen:?}"
     );
 }
+
+/// `-cltTimeout`/`-svrTimeout`: an idle connection's flow ends after the smaller of the
+/// two; a service with the defaults keeps its idle connection.
+#[test]
+fn idle_flows_end_after_the_services_idle_timeout() {
+    use std::time::Duration;
+    let mut lab = Lab::up("idle", 2);
+    let conf = format!(
+        "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service quick 198.18.0.11 HTTP 80 -cltTimeout 30 -svrTimeout 2
+add service slow 198.18.0.12 HTTP 80
+add lb vserver q HTTP {VIP} 80
+add lb vserver s HTTP {VIP} 81
+bind lb vserver q quick
+bind lb vserver s slow
+"
+    );
+    lab.start(&conf, 80);
+    // Idle connections: opened, then silent (nginx waits 60 s for a request).
+    let mut held: Vec<_> = [80, 81]
+        .iter()
+        .map(|port| {
+            lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:{port}"), "-"])
+        })
+        .collect();
+    let wait_for = |service: &str, n: u64, limit: Duration| {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if active_flows(&lab, service) == n {
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "{service} never had {n} open flows: {}",
+            active_flows(&lab, service)
+        );
+    };
+    wait_for("quick", 1, Duration::from_secs(3));
+    wait_for("slow", 1, Duration::from_secs(3));
+    let took = wait_for("quick", 0, Duration::from_secs(6));
+    assert!(
+        took >= Duration::from_millis(1000),
+        "ended too soon: {took:?}"
+    );
+    assert_eq!(
+        active_flows(&lab, "slow"),
+        1,
+        "the default timeout keeps it"
+    );
+    for c in &mut held {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
