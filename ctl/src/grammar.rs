@@ -54,6 +54,8 @@ pub enum Object {
     NsMode,
     /// `stat ns`: the engine itself (per-worker figures).
     Ns,
+    /// `show ns version`: the daemon's build.
+    NsVersion,
 }
 
 /// The words that name each object; several spellings may name one object.
@@ -75,6 +77,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["ns", "config"], Object::NsConfig),
     (&["ns", "mode"], Object::NsMode),
     (&["ns", "runningConfig"], Object::NsRunningConfig),
+    (&["ns", "version"], Object::NsVersion),
     (&["ns"], Object::Ns),
 ];
 
@@ -376,6 +379,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::DnsNameServer(NameServerCmd::Enable { addr: name_server_addr(a)? }))),
     cmd!(Disable DnsNameServer, &[req::<Name>("IP | dnsVserverName")], NONE, "Stop asking a name server",
         |a| Ok(Command::DnsNameServer(NameServerCmd::Disable { addr: name_server_addr(a)? }))),
+    cmd!(Show NsVersion, &[], OUTPUT, "Show the daemon's version, commit and build",
+        |a| Ok(Command::Show { object: Object::NsVersion, name: None, format: output(a)? })),
     cmd!(Show DnsNameServer, &[], OUTPUT, "Show the name servers",
         |a| Ok(Command::Show { object: Object::DnsNameServer, name: None, format: output(a)? })),
     // server

@@ -25,5 +25,16 @@ pub mod settings;
 pub mod value;
 
 pub use command::Command;
+
+/// What `--version` and `show ns version` print: the crate version, the git commit it was
+/// built from (`-modified` when the tree had changes) and the build profile.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("FULCRUM_COMMIT"),
+    ", ",
+    env!("FULCRUM_PROFILE"),
+    " build)"
+);
 pub use conf::Config;
 pub use error::{CliError, ErrorKind};

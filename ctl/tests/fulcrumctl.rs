@@ -73,3 +73,12 @@ fn a_batch_stops_at_its_first_error_and_names_the_line() {
         "{err}"
     );
 }
+
+#[test]
+fn version_names_the_crate_version_commit_and_build() {
+    let (code, out, _) = ctl(&["--version"]);
+    assert_eq!(code, 0);
+    let want = format!("fulcrumctl {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&want), "{out}");
+    assert!(out.contains(" build)"), "{out}");
+}

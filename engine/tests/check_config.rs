@@ -168,3 +168,41 @@ fn a_saved_netscaler_file_loads_with_its_unsupported_lines_skipped() {
         "{stderr}"
     );
 }
+
+#[test]
+fn version_names_the_crate_version_commit_and_build() {
+    let out = Command::new(env!("CARGO_BIN_EXE_fulcrumd"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("fulcrumd {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(text.starts_with(&want), "{text}");
+    // `show ns version` says the same from the daemon's side.
+    let shown = ctl::render::show(
+        &ctl::Config::default(),
+        ctl::grammar::Object::NsVersion,
+        None,
+        false,
+        &NoCounters,
+    )
+    .unwrap();
+    assert_eq!(shown.trim(), format!("Fulcrum {}", ctl::VERSION));
+    assert!(text.contains(ctl::VERSION), "{text}");
+}
+
+/// `show ns version` reads no counters.
+struct NoCounters;
+
+impl ctl::render::Runtime for NoCounters {
+    fn service(&self, _: &str) -> ctl::render::ServiceStats {
+        ctl::render::ServiceStats::default()
+    }
+    fn vserver(&self, _: &str) -> ctl::render::VserverStats {
+        ctl::render::VserverStats::default()
+    }
+    fn drops(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}

@@ -27,6 +27,7 @@ use rustyline::validate::Validator;
 #[derive(Parser, Debug)]
 #[command(
     name = "fulcrumctl",
+    version = ctl::VERSION,
     about = "Administer fulcrumd with NetScaler commands"
 )]
 struct Cli {

@@ -102,6 +102,12 @@ pub fn show(
                 super::stored_line(&s.settings, stored_only::SERVER, &mut out);
             }
         }
+        Object::NsVersion => {
+            if json {
+                return Ok(json!([{"version": crate::VERSION, "product": "Fulcrum"}]).to_string());
+            }
+            out.push_str(&format!("\tFulcrum {}\n", crate::VERSION));
+        }
         Object::DnsNameServer => {
             if json {
                 let v: Vec<Value> = config.name_servers.values().map(|n| json!({"ip": n.addr.to_string(), "state": n.settings.state.keyword(), "type": n.settings.transport.keyword()})).collect();

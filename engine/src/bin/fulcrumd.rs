@@ -23,7 +23,7 @@ use engine::profile::HwProfile;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser, Debug)]
-#[command(name = "fulcrumd", about = "Fulcrum L4 load-balancing engine")]
+#[command(name = "fulcrumd", version = ctl::VERSION, about = "Fulcrum L4 load-balancing engine")]
 struct Cli {
     /// Validate a configuration file offline and exit.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["profile", "config"])]
