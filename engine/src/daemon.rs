@@ -121,8 +121,8 @@ pub fn run(
         ))
     })?;
     for s in &loaded.skipped {
-        eprintln!(
-            "fulcrumd: {}:{}: skipped (unsupported): {}",
+        log::warn!(target: "config",
+            "{}:{}: skipped (unsupported): {}",
             config_path.display(),
             s.line,
             s.error
@@ -256,8 +256,8 @@ pub fn run(
             .name(format!("fulcrum-w{w}"))
             .spawn(move || {
                 if !core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
-                    eprintln!(
-                        "fulcrumd: worker {w} could not be pinned to CPU {core}; running unpinned"
+                    log::warn!(target: "worker",
+                        "worker {w} could not be pinned to CPU {core}; running unpinned"
                     );
                 }
                 let _guard = StopOnPanic::new(&stop, format!("worker {w}"));
@@ -272,14 +272,14 @@ pub fn run(
                 if let Some(fault) = fault {
                     // The daemon stops cleanly (XDP detached) rather than serve with a dead
                     // queue; the summary names the fault.
-                    eprintln!("fulcrumd: worker {w}: {fault}; stopping");
+                    log::error!(target: "worker", "worker {w}: {fault}; stopping");
                     stop.store(true, Ordering::Relaxed);
                     drop(ports);
                     return Err(fault);
                 }
                 if worker.stats.port_busy > 0 {
-                    eprintln!(
-                        "fulcrumd: worker {w}: {} port calls were busy and retried",
+                    log::info!(target: "worker",
+                        "worker {w}: {} port calls were busy and retried",
                         worker.stats.port_busy
                     );
                 }
@@ -291,8 +291,8 @@ pub fn run(
             })?;
         handles.push(handle);
     }
-    eprintln!(
-        "fulcrumd: {} worker(s) running on {}",
+    log::info!(target: "worker",
+        "{} worker(s) running on {}",
         handles.len(),
         profile.name
     );
@@ -320,14 +320,14 @@ pub fn run(
         Ok(s) => Some(s),
         Err(e) => {
             stop.store(true, Ordering::Relaxed);
-            eprintln!("fulcrumd: control socket: {e}");
+            log::error!(target: "control", "control socket: {e}");
             None
         }
     };
     if let Some(addr) = options.metrics {
         match crate::metrics::serve(Arc::clone(&control), addr, Arc::clone(&stop)) {
-            Ok(bound) => eprintln!("fulcrumd: metrics on http://{bound}/metrics"),
-            Err(e) => eprintln!("fulcrumd: {e}"),
+            Ok(bound) => log::info!(target: "metrics", "metrics on http://{bound}/metrics"),
+            Err(e) => log::error!(target: "metrics", "{e}"),
         }
     }
     while !stop.load(Ordering::Relaxed) {
@@ -335,13 +335,14 @@ pub fn run(
         control.apply_resolutions();
         control.watch_primaries();
         control.watch_sessions();
+        control.watch_drops();
         if signals.reload.swap(false, Ordering::Relaxed) {
             match control.reload_file() {
                 Ok(generation) => {
-                    eprintln!("fulcrumd: configuration generation {generation} applied")
+                    log::info!(target: "config", "configuration generation {generation} applied")
                 }
                 Err(e) => {
-                    eprintln!("fulcrumd: reload refused, the running configuration stays:\n{e}")
+                    log::error!(target: "config", "reload refused, the running configuration stays:\n{e}")
                 }
             }
         }
@@ -379,7 +380,7 @@ pub fn run(
         }
     }
     for e in programs.detach() {
-        eprintln!("fulcrumd: {e}");
+        log::error!(target: "xdp", "{e}");
     }
     if !failed.is_empty() {
         // XDP is detached: the kernel carries the traffic again until a supervisor restarts us.
@@ -448,14 +449,14 @@ fn choose_steering(profile: &HwProfile) -> Result<Option<Arc<Rss>>, EngineError>
     }
     match (why.is_empty(), profile.io.steering) {
         (true, _) => {
-            eprintln!("fulcrumd: steering: RSS-aware (frames arrive at their flow's worker)");
+            log::info!(target: "steering", "steering: RSS-aware (frames arrive at their flow's worker)");
             Ok(found.map(Arc::new))
         }
         (false, Steering::Rss) => Err(EngineError::Profile(format!(
             "io.steering = \"rss\": {why}; use \"auto\" or \"handoff\""
         ))),
         (false, _) => {
-            eprintln!("fulcrumd: steering: handoff between workers ({why})");
+            log::info!(target: "steering", "steering: handoff between workers ({why})");
             Ok(None)
         }
     }
@@ -480,7 +481,7 @@ impl StopOnPanic {
 impl Drop for StopOnPanic {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("fulcrumd: {} failed; stopping", self.what);
+            log::error!(target: "worker", "{} failed; stopping", self.what);
             self.stop.store(true, Ordering::Relaxed);
         }
     }

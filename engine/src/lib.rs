@@ -28,7 +28,8 @@
 //!   the programs of the profile's devices and each worker's ports; [`nic`] — MAC, partial
 //!   checksums, RSS read through ethtool.
 //! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
-//!   [`clock`] (the one clock, passed down), [`error`] (the one error type).
+//!   [`clock`] (the one clock, passed down), [`error`] (the one error type), [`logging`]
+//!   (levels, targets, journald priorities).
 //!
 //! ## Layering (what may depend on what)
 //! * The data path — `wire`, `flow`, `nat`, `neigh`, `rss`, `verdict`, `lb`, `counters`,
@@ -57,6 +58,7 @@ pub mod flow;
 pub use monitors::publish as health;
 pub mod l2fwd;
 pub mod lb;
+pub mod logging;
 pub mod metrics;
 pub mod monitoring;
 pub mod nat;

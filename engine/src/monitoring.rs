@@ -146,6 +146,7 @@ pub fn targets(config: &Config, tables: &Tables) -> Vec<Target> {
             };
             out.push(Target {
                 service: id as u32,
+                service_name: rt.name.clone(),
                 monitor: monitor.name.0.clone(),
                 addr,
                 port,
@@ -218,7 +219,7 @@ pub fn spawn(
         .spawn(move || {
             let _guard = crate::daemon::StopOnPanic::new(&stop, "the monitor core".into());
             if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
-                eprintln!("fulcrumd: the monitor core could not be pinned to CPU {cpu}");
+                log::warn!(target: "monitor", "the monitor core could not be pinned to CPU {cpu}");
             }
             // The monitor core counts in microseconds (response times); timers in ms.
             let now = || clock.now_us();
@@ -234,7 +235,7 @@ pub fn spawn(
             ) {
                 Ok(core) => core,
                 Err(e) => {
-                    eprintln!("fulcrumd: the monitor core cannot start: {e}");
+                    log::error!(target: "monitor", "the monitor core cannot start: {e}");
                     stop.store(true, Ordering::Relaxed);
                     return;
                 }
@@ -247,7 +248,7 @@ pub fn spawn(
                 if !Arc::ptr_eq(&current, &tables) {
                     tables = current;
                     if let Err(e) = core.set_addresses(&snips(&tables)) {
-                        eprintln!("fulcrumd: the monitor core keeps its SNIPs: {e}");
+                        log::warn!(target: "monitor", "the monitor core keeps its SNIPs: {e}");
                     }
                     follow(&mut core, &control.config(), &tables, now());
                     control.monitor_follows(tables.generation);

@@ -27,8 +27,8 @@ impl Programs {
             }
             let attach = match p.xdp_mode {
                 XdpMode::Skb => {
-                    eprintln!(
-                        "fulcrumd: {}: xdp_mode = \"skb\" (generic XDP) runs after GRO and sees a local sender's TSO segments whole; frames longer than a UMEM frame are dropped by the kernel (counted as \"kernel: no frame to receive into, or too long\"). Use \"native\" where the driver has XDP ({} here).",
+                    log::info!(target: "xdp",
+                        "{}: xdp_mode = \"skb\" (generic XDP) runs after GRO and sees a local sender's TSO segments whole; frames longer than a UMEM frame are dropped by the kernel (counted as \"kernel: no frame to receive into, or too long\"). Use \"native\" where the driver has XDP ({} here).",
                         p.ifname,
                         crate::nic::driver_of(&p.ifname)
                     );
@@ -67,7 +67,7 @@ impl Programs {
 impl Drop for Programs {
     fn drop(&mut self) {
         for failed in self.detach() {
-            eprintln!("fulcrumd: {failed}");
+            log::error!(target: "xdp", "{failed}");
         }
     }
 }

@@ -567,6 +567,19 @@ bind service s3 -monitorName h1
     assert!(took <= Duration::from_secs(33), "UP after {took:?}");
     let names = lab.curl_new_connections(80, "/", 30);
     assert_eq!(count(&names, "backend-2"), 10, "{names:?}");
+    // Each change of state is one log line with the monitor's reason.
+    let log = lab.stop();
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("fulcrumd: service s2 DOWN: monitor")
+                && l.contains("198.18.0.12:80")),
+        "{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("fulcrumd: service s2 UP: monitor")),
+        "{log}"
+    );
 }
 
 #[test]

@@ -11,6 +11,8 @@ use crate::publish::ServiceId;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     pub service: ServiceId,
+    /// The service's name, for the log.
+    pub service_name: String,
     /// Identifies the binding across configuration generations.
     pub monitor: String,
     pub addr: Ipv4Addr,

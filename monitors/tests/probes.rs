@@ -22,6 +22,7 @@ const TIMERS: Timers = Timers {
 fn target(service: u32, port: u16, kind: ProbeKind) -> Target {
     Target {
         service,
+        service_name: format!("s{service}"),
         monitor: format!("m{service}"),
         addr: backend::BACKEND_IP,
         port,

@@ -48,6 +48,10 @@ struct Cli {
     /// switching, policies, ...) instead of refusing the file; `save ns config` keeps them.
     #[arg(long)]
     skip_unsupported: bool,
+    /// The least severe events logged (on stderr; under systemd, in the journal with their
+    /// priority).
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    log_level: log::LevelFilter,
     #[command(subcommand)]
     command: Option<Mode>,
 }
@@ -154,7 +158,7 @@ fn replay(config: &Path, pcap: &Path, out: &Path) -> ExitCode {
 /// The hardware profile, or the exit code after saying why it does not load.
 fn load_profile(path: &Path) -> Result<HwProfile, ExitCode> {
     HwProfile::load(path).map_err(|e| {
-        eprintln!("fulcrumd: {e}");
+        log::error!(target: "config", "{e}");
         ExitCode::FAILURE
     })
 }
@@ -198,6 +202,7 @@ fn unsupported(cli: &Cli) -> Unsupported {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    engine::logging::init(cli.log_level);
     if let Some(path) = &cli.check_config {
         return check_config(path, unsupported(&cli));
     }
@@ -224,7 +229,7 @@ fn main() -> ExitCode {
         (signal_hook::consts::SIGHUP, &signals.reload),
     ] {
         if let Err(e) = signal_hook::flag::register(signal, Arc::clone(flag)) {
-            eprintln!("fulcrumd: cannot handle signal {signal}: {e}");
+            log::error!(target: "control", "cannot handle signal {signal}: {e}");
             return ExitCode::FAILURE;
         }
     }
@@ -237,12 +242,12 @@ fn main() -> ExitCode {
     };
     match engine::daemon::run(&profile, &options, signals) {
         Ok(summary) => {
-            eprintln!("fulcrumd: stopped");
+            log::info!(target: "summary", "stopped");
             print!("{summary}");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("fulcrumd: {e}");
+            log::error!(target: "control", "{e}");
             ExitCode::FAILURE
         }
     }

@@ -89,6 +89,8 @@ pub struct Control {
     sessions_full: Arc<std::sync::atomic::AtomicBool>,
     /// When `watch` last counted the sessions (ms).
     sessions_counted_ms: std::sync::atomic::AtomicU64,
+    /// When `watch` last summed up the drops in the log (ms), and the totals then.
+    drops_logged: Mutex<(u64, Vec<(String, u64)>)>,
 }
 
 fn service_key(name: &str) -> String {
@@ -161,6 +163,7 @@ impl Control {
             resolutions: Arc::default(),
             sessions_full,
             sessions_counted_ms: std::sync::atomic::AtomicU64::new(0),
+            drops_logged: Mutex::new((0, Vec::new())),
         })
     }
 

@@ -57,16 +57,16 @@ fn log_line(name: &str, r: &Resolution) -> String {
     let addrs: Vec<String> = r.addrs.iter().map(ToString::to_string).collect();
     match &r.error {
         None => format!(
-            "fulcrumd: server {name} ({}) resolved to {} (TTL {} s)",
+            "server {name} ({}) resolved to {} (TTL {} s)",
             r.domain,
             addrs.join(", "),
             r.ttl_s
         ),
         Some(e) if addrs.is_empty() => {
-            format!("fulcrumd: server {name} ({}) not resolved: {e}", r.domain)
+            format!("server {name} ({}) not resolved: {e}", r.domain)
         }
         Some(e) => format!(
-            "fulcrumd: server {name} ({}) keeps {}: {e}",
+            "server {name} ({}) keeps {}: {e}",
             r.domain,
             addrs.join(", ")
         ),
@@ -87,12 +87,12 @@ impl Control {
         }
         for (name, r) in &next.resolutions {
             if state.config.resolutions.get(name) != Some(r) {
-                eprintln!("{}", log_line(name, r));
+                log::info!(target: "resolver", "{}", log_line(name, r));
             }
         }
         let drains = state.drains.clone();
         if let Err(e) = self.publish(&mut state, next, drains) {
-            eprintln!("fulcrumd: the resolved addresses cannot be applied: {e}");
+            log::error!(target: "resolver", "the resolved addresses cannot be applied: {e}");
         }
     }
 }

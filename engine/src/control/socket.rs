@@ -157,7 +157,7 @@ pub fn serve(
                 match listener.accept() {
                     Ok((stream, _)) => {
                         if let Err(e) = stream.set_nonblocking(false) {
-                            eprintln!("fulcrumd: control client refused: {e}");
+                            log::warn!(target: "control", "control client refused: {e}");
                             continue;
                         }
                         let control = Arc::clone(&control);
@@ -166,7 +166,7 @@ pub fn serve(
                             .name("fulcrum-client".into())
                             .spawn(move || serve_client(&control, &admins, stream));
                         if let Err(e) = spawned {
-                            eprintln!("fulcrumd: control client refused: {e}");
+                            log::warn!(target: "control", "control client refused: {e}");
                         }
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(50)),

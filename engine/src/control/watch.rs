@@ -7,6 +7,8 @@ use super::Control;
 
 /// How often the persistence sessions are counted (a count walks every table).
 const SESSIONS_EVERY_MS: u64 = 1000;
+/// How often the drops are summed up in the log (when there were any).
+pub const DROPS_EVERY_MS: u64 = 60_000;
 
 impl Control {
     /// `-disablePrimaryOnDown`: a vserver none of whose services is UP and in service is kept out (its
@@ -26,8 +28,8 @@ impl Control {
                         && tables.service(m.service).is_some_and(|s| s.enabled))
                 });
             if v.fallback.disable_primary_on_down && down && !state.is_out() {
-                eprintln!(
-                    "fulcrumd: vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
+                log::warn!(target: "vserver",
+                    "vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
                     v.name, v.name
                 );
                 state.set_out(true);
@@ -58,10 +60,45 @@ impl Control {
             live >= threshold
         };
         if self.sessions_full.swap(full, Relaxed) != full {
-            eprintln!(
-                "fulcrumd: persistence sessions {} -sessionsThreshold {threshold}",
+            log::warn!(target: "persistence",
+                "persistence sessions {} -sessionsThreshold {threshold}",
                 if full { "reached" } else { "back under" }
             );
         }
+    }
+
+    /// Once a minute, one log line with the frames dropped since the last, by reason
+    /// (nothing when none were).
+    pub fn watch_drops(&self) {
+        let now = self.now_ms();
+        let mut last = self
+            .drops_logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if now < last.0 + DROPS_EVERY_MS {
+            return;
+        }
+        let totals: Vec<(String, u64)> = self
+            .drops
+            .totals()
+            .nonzero()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect();
+        let since: Vec<String> = totals
+            .iter()
+            .filter_map(|(r, n)| {
+                let before = last.1.iter().find(|(x, _)| x == r).map_or(0, |(_, b)| *b);
+                (*n > before).then(|| format!("{r} {}", n - before))
+            })
+            .collect();
+        if !since.is_empty() && last.0 > 0 {
+            log::info!(
+                target: "drops",
+                "dropped in the last {} s: {}",
+                (now - last.0) / 1000,
+                since.join(", ")
+            );
+        }
+        *last = (now.max(1), totals);
     }
 }

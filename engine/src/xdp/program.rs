@@ -176,8 +176,8 @@ impl Program {
             // A fulcrumd that was killed left its program behind (nothing detaches a netlink
             // attachment when its process dies); the caller holds the port's lock, so no
             // other fulcrumd uses it: replace it.
-            eprintln!(
-                "fulcrumd: {ifname}: replacing the XDP program a previous fulcrumd left attached"
+            log::warn!(target: "xdp",
+                "{ifname}: replacing the XDP program a previous fulcrumd left attached"
             );
             // SAFETY: as above; without UPDATE_IF_NOEXIST the kernel swaps the programs.
             rc = unsafe { bpf_set_link_xdp_fd(ifindex, fd, attach.flags()) };
@@ -323,7 +323,7 @@ fn attached_is_ours(ifindex: i32, attach: Attach) -> bool {
 impl Drop for Program {
     fn drop(&mut self) {
         if let Err(e) = self.detach() {
-            eprintln!("fulcrumd: {}: {e}", self.ifname);
+            log::error!(target: "xdp", "{}: {e}", self.ifname);
         }
         // SAFETY: the object was opened by `attach` and is closed once, here.
         unsafe { bpf_object__close(self.object) };

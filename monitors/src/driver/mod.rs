@@ -492,7 +492,25 @@ impl MonitorCore {
         let service = b.target.service;
         self.schedule.due_at(b.health.poll_timeout(), i);
         if changed || passed {
+            let was_up = self.health.is_up(service);
             self.publish(service);
+            let up = self.health.is_up(service);
+            if up != was_up {
+                let t = &self.bindings[i].target;
+                let why = match outcome {
+                    Outcome::Passed { .. } => "probe passed".to_owned(),
+                    Outcome::Failed(f) => f.to_string(),
+                };
+                log::info!(
+                    target: "service",
+                    "service {} {}: monitor {} ({}:{}): {why}",
+                    t.service_name,
+                    if up { "UP" } else { "DOWN" },
+                    t.monitor,
+                    t.addr,
+                    t.port
+                );
+            }
         }
     }
 
@@ -574,6 +592,7 @@ mod tests {
         };
         let target = |service, script: &str, args: &[&str]| Target {
             service,
+            service_name: format!("s{service}"),
             monitor: "user".into(),
             addr: "198.18.0.11".parse().unwrap(),
             port: 80,
