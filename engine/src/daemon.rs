@@ -330,14 +330,31 @@ pub fn run(
             Err(e) => log::error!(target: "metrics", "{e}"),
         }
     }
+    // Ports attached, workers and the monitor core running, the configuration applied, the
+    // control socket listening: ready.
+    let notifier = crate::notify::Notifier::from_env();
+    let mut status = control.status_line();
+    notifier.ready(&status);
+    let mut ticks = 0u32;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         control.apply_resolutions();
         control.watch_primaries();
         control.watch_sessions();
         control.watch_drops();
+        ticks = ticks.wrapping_add(1);
+        if ticks % 20 == 0 {
+            let now = control.status_line();
+            if now != status {
+                notifier.status(&now);
+                status = now;
+            }
+        }
         if signals.reload.swap(false, Ordering::Relaxed) {
-            match control.reload_file() {
+            notifier.reloading();
+            let result = control.reload_file();
+            notifier.ready(&control.status_line());
+            match result {
                 Ok(generation) => {
                     log::info!(target: "config", "configuration generation {generation} applied")
                 }
@@ -347,6 +364,7 @@ pub fn run(
             }
         }
     }
+    notifier.stopping();
     let mut failed = Vec::new();
     if server.is_some_and(|s| s.join().is_err()) {
         failed.push("the control socket".to_owned());

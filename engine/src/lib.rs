@@ -29,7 +29,7 @@
 //!   checksums, RSS read through ethtool.
 //! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
 //!   [`clock`] (the one clock, passed down), [`error`] (the one error type), [`logging`]
-//!   (levels, targets, journald priorities).
+//!   (levels, targets, journald priorities), [`notify`] (systemd's readiness protocol).
 //!
 //! ## Layering (what may depend on what)
 //! * The data path — `wire`, `flow`, `nat`, `neigh`, `rss`, `verdict`, `lb`, `counters`,
@@ -64,6 +64,7 @@ pub mod monitoring;
 pub mod nat;
 pub mod neigh;
 pub mod nic;
+pub mod notify;
 pub mod persist;
 pub mod portset;
 pub mod profile;

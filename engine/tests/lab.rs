@@ -2441,3 +2441,45 @@ bind lb vserver s slow
         let _ = c.wait();
     }
 }
+
+/// Under systemd (`Type=notify`): READY=1 comes once the engine serves, with a STATUS= line
+/// saying what is UP; STOPPING=1 when it stops.
+#[test]
+fn systemd_hears_ready_once_the_vip_answers() {
+    use std::os::unix::net::UnixDatagram;
+    let mut lab = Lab::up("notify", 3);
+    let path = lab.dir.join("notify.sock");
+    let systemd = UnixDatagram::bind(&path).unwrap();
+    systemd
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    lab.spawn_daemon(
+        &config("ROUNDROBIN"),
+        &[("NOTIFY_SOCKET", path.to_str().unwrap())],
+    );
+    let mut buf = [0u8; 512];
+    let n = systemd.recv(&mut buf).expect("READY=1 within 20 s");
+    let said = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(said.starts_with("READY=1\nSTATUS="), "{said}");
+    // Services are UP until a monitor says otherwise.
+    assert!(
+        said.ends_with("2 of 2 vservers UP, 6 of 6 services UP (generation 1)"),
+        "{said}"
+    );
+    // Ready means serving: the first request after it is answered.
+    let out = lab.client(&[
+        "curl",
+        "-s",
+        "-m",
+        "5",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &format!("http://{VIP}/"),
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    lab.stop();
+    let n = systemd.recv(&mut buf).expect("STOPPING=1");
+    assert_eq!(&buf[..n], b"STOPPING=1");
+}

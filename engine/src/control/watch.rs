@@ -101,4 +101,27 @@ impl Control {
         }
         *last = (now.max(1), totals);
     }
+
+    /// One line for systemd's `STATUS=`: how many vservers and services are UP.
+    pub fn status_line(&self) -> String {
+        let tables = self.published.load();
+        let up = |id: u32| self.health.is_up(id) && tables.service(id).is_some_and(|s| s.enabled);
+        let services: Vec<u32> = (0..tables.services.len() as u32)
+            .filter(|&id| tables.service(id).is_some())
+            .collect();
+        let addressable = tables.vservers.iter().filter(|v| !v.vip.is_unspecified());
+        let (mut vs_up, mut vs_all) = (0, 0);
+        for v in addressable {
+            vs_all += 1;
+            if v.enabled && v.pool.members().iter().any(|m| up(m.service)) {
+                vs_up += 1;
+            }
+        }
+        format!(
+            "{vs_up} of {vs_all} vservers UP, {} of {} services UP (generation {})",
+            services.iter().filter(|&&id| up(id)).count(),
+            services.len(),
+            tables.generation
+        )
+    }
 }

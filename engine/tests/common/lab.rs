@@ -159,8 +159,8 @@ impl Lab {
         format!("fl-{}-{host}", self.tag)
     }
 
-    /// Starts fulcrumd with `config` and waits until the VIP answers on `probe_port`.
-    pub fn start(&mut self, config: &str, probe_port: u16) {
+    /// Starts fulcrumd with `config` (and `env` in its environment), without waiting.
+    pub fn spawn_daemon(&mut self, config: &str, env: &[(&str, &str)]) {
         let conf = self.dir.join("ns.conf");
         std::fs::write(&conf, config).unwrap();
         let child = Command::new("ip")
@@ -172,11 +172,17 @@ impl Lab {
             .arg(&conf)
             .arg("--socket")
             .arg(self.socket())
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         self.daemon = Some(child);
+    }
+
+    /// Starts fulcrumd with `config` and waits until the VIP answers on `probe_port`.
+    pub fn start(&mut self, config: &str, probe_port: u16) {
+        self.spawn_daemon(config, &[]);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             // Port 443 is the backends' HTTPS (self-signed: -k).
