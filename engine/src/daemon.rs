@@ -343,7 +343,7 @@ pub fn run(
         control.watch_sessions();
         control.watch_drops();
         ticks = ticks.wrapping_add(1);
-        if ticks % 20 == 0 {
+        if ticks.is_multiple_of(20) {
             let now = control.status_line();
             if now != status {
                 notifier.status(&now);
