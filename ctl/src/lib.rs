@@ -10,10 +10,12 @@
 //! * [`grammar`] — the command table; parsing into [`command::Command`], `help`, completion.
 //! * [`conf`] — the configuration model, validation on apply, ns.conf save and replay.
 //! * [`render`] — `show` and `stat` in NetScaler's layouts, and as JSON.
-//! * [`proto`] — the line protocol between `fulcrumctl` and `fulcrumd`.
+//! * [`proto`] — the line protocol between `fulcrumctl` and `fulcrumd`; [`cli`] —
+//!   `fulcrumctl`'s flags.
 #![forbid(unsafe_code)]
 
 pub mod absent;
+pub mod cli;
 pub mod command;
 pub mod conf;
 pub mod error;

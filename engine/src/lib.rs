@@ -27,7 +27,7 @@
 //!   engine, the rest to the kernel); [`xsk`] — the AF_XDP [`worker::Port`]; [`portset`] —
 //!   the programs of the profile's devices and each worker's ports; [`nic`] — MAC, partial
 //!   checksums, RSS read through ethtool.
-//! * [`daemon`], [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
+//! * [`daemon`], [`cli`] (its flags), [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
 //!   [`clock`] (the one clock, passed down), [`error`] (the one error type), [`logging`]
 //!   (levels, targets, journald priorities), [`notify`] (systemd's readiness protocol).
 //!
@@ -47,6 +47,7 @@
 //! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
 //!   on both.
 
+pub mod cli;
 pub mod clock;
 pub mod control;
 pub mod counters;

@@ -15,32 +15,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
+use ctl::cli::Cli;
 use ctl::grammar::{complete, help, parse_line};
-use ctl::proto::{DEFAULT_SOCKET, DONE, request};
+use ctl::proto::{DONE, request};
 use rustyline::Helper;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "fulcrumctl",
-    version = ctl::VERSION,
-    about = "Administer fulcrumd with NetScaler commands"
-)]
-struct Cli {
-    /// Control socket of the daemon.
-    #[arg(long, default_value = DEFAULT_SOCKET)]
-    socket: PathBuf,
-    /// Run the commands of FILE, stopping at the first error.
-    #[arg(short = 'f')]
-    file: Option<PathBuf>,
-    /// One command, e.g. `show lb vserver`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    command: Vec<String>,
-}
 
 struct Session {
     socket: PathBuf,
@@ -203,6 +186,12 @@ fn shell(session: &mut Session) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(line) = &cli.complete {
+        for word in complete(line) {
+            println!("{word}");
+        }
+        return ExitCode::SUCCESS;
+    }
     let mut session = Session {
         socket: cli.socket.clone(),
         conn: None,

@@ -15,65 +15,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use ctl::conf::Unsupported;
+use engine::cli::{Cli, Mode};
 use engine::profile::HwProfile;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-#[derive(Parser, Debug)]
-#[command(name = "fulcrumd", version = ctl::VERSION, about = "Fulcrum L4 load-balancing engine")]
-struct Cli {
-    /// Validate a configuration file offline and exit.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["profile", "config"])]
-    check_config: Option<PathBuf>,
-    /// Hardware profile (hw-profiles/*.toml).
-    #[arg(long, value_name = "FILE")]
-    profile: Option<PathBuf>,
-    /// ns.conf to replay at start; `save ns config` writes back to it.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Control socket.
-    #[arg(long, default_value = ctl::proto::DEFAULT_SOCKET)]
-    socket: PathBuf,
-    /// Serve the counters for Prometheus (OpenMetrics text) on ADDR:PORT.
-    #[arg(long, value_name = "ADDR:PORT")]
-    metrics: Option<std::net::SocketAddr>,
-    /// Members of this group may use the control socket (mode 0660); by default only root
-    /// and the daemon's user may (mode 0600).
-    #[arg(long, value_name = "GROUP")]
-    admin_group: Option<String>,
-    /// Report and skip the lines of objects and features Fulcrum does not have (SSL, content
-    /// switching, policies, ...) instead of refusing the file; `save ns config` keeps them.
-    #[arg(long)]
-    skip_unsupported: bool,
-    /// The least severe events logged (on stderr; under systemd, in the journal with their
-    /// priority).
-    #[arg(long, value_name = "LEVEL", default_value = "info")]
-    log_level: log::LevelFilter,
-    #[command(subcommand)]
-    command: Option<Mode>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Mode {
-    /// Run the workers over frames from a pcap instead of AF_XDP.
-    Replay {
-        #[arg(long)]
-        config: PathBuf,
-        #[arg(long)]
-        pcap: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// The I/O floor: bounce frames to ADDRESS back out of the profile's first port (queue
-    /// 0) with their MACs swapped, through the same AF_XDP layer, until SIGINT/SIGTERM.
-    L2fwd {
-        #[arg(long)]
-        address: std::net::Ipv4Addr,
-    },
-}
 
 /// `--check-config`: every failing line with its number, or a one-line summary.
 fn check_config(path: &PathBuf, unsupported: Unsupported) -> ExitCode {
