@@ -2125,6 +2125,20 @@ fn wait_server_shows(lab: &Lab, name: &str, text: &str, limit: std::time::Durati
     false
 }
 
+/// Polls `show serviceGroup GROUP` until the member at `endpoint` (`ip:port`) is UP.
+fn wait_member_up(lab: &Lab, group: &str, endpoint: &str) -> bool {
+    let want = format!("{endpoint}\tState: UP");
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        let out = lab.ctl(&["show", "serviceGroup", group]);
+        if String::from_utf8_lossy(&out.stdout).contains(&want) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
 #[test]
 fn a_domain_name_server_is_resolved_through_dnsmasq_and_followed_when_its_answer_changes() {
     let mut lab = Lab::up("dnsname", 3);
@@ -2187,7 +2201,10 @@ bind lb vserver v2 scaled
     let names = lab.curl_new_connections(80, "/", 20);
     assert_eq!(names.len(), 20, "every request answered");
     assert_eq!(count(&names, "backend-1"), 20, "{names:?}");
-    // -autoScale DNS: every address of the answer is a member.
+    // -autoScale DNS: every address of the answer is a member (UP once its monitor says so).
+    for member in ["198.18.0.11:80", "198.18.0.12:80"] {
+        assert!(wait_member_up(&lab, "scaled", member), "{member} never UP");
+    }
     let spread = lab.curl_new_connections(81, "/", 20);
     assert_eq!(count(&spread, "backend-1"), 10, "{spread:?}");
     assert_eq!(count(&spread, "backend-2"), 10, "{spread:?}");
@@ -2234,6 +2251,10 @@ bind lb vserver v2 scaled
     assert!(
         pool.contains("198.18.0.12") && !pool.contains("198.18.0.11"),
         "{pool}"
+    );
+    assert!(
+        wait_member_up(&lab, "scaled", "198.18.0.13:80"),
+        "the new member never UP"
     );
     let spread = lab.curl_new_connections(81, "/", 20);
     assert_eq!(count(&spread, "backend-2"), 10, "{spread:?}");
