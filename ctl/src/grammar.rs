@@ -56,6 +56,8 @@ pub enum Object {
     Ns,
     /// `show ns version`: the daemon's build.
     NsVersion,
+    /// `show ns events`: the daemon's recent events.
+    NsEvents,
 }
 
 /// The words that name each object; several spellings may name one object.
@@ -78,6 +80,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["ns", "mode"], Object::NsMode),
     (&["ns", "runningConfig"], Object::NsRunningConfig),
     (&["ns", "version"], Object::NsVersion),
+    (&["ns", "events"], Object::NsEvents),
     (&["ns"], Object::Ns),
 ];
 
@@ -381,6 +384,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         |a| Ok(Command::DnsNameServer(NameServerCmd::Disable { addr: name_server_addr(a)? }))),
     cmd!(Show NsVersion, &[], OUTPUT, "Show the daemon's version, commit and build",
         |a| Ok(Command::Show { object: Object::NsVersion, name: None, format: output(a)? })),
+    cmd!(Show NsEvents, &[], OUTPUT, "Show the daemon's recent events (state changes, generations, errors)",
+        |a| Ok(Command::Show { object: Object::NsEvents, name: None, format: output(a)? })),
     cmd!(Show DnsNameServer, &[], OUTPUT, "Show the name servers",
         |a| Ok(Command::Show { object: Object::DnsNameServer, name: None, format: output(a)? })),
     // server

@@ -8,12 +8,42 @@
 //! … `<7>` debug, sd-daemon(3)), so `journalctl -p warning -u fulcrumd` filters by level; the
 //! unit's `SyslogIdentifier=` names the lines.
 
+use std::collections::VecDeque;
 use std::io::Write;
+use std::sync::Mutex;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
+/// Events `show ns events` lists: the newest this many.
+pub const EVENTS_KEPT: usize = 256;
+
+/// One logged event, as `show ns events` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Seconds since 1970 (UTC).
+    pub unix_s: u64,
+    pub level: Level,
+    pub target: String,
+    pub message: String,
+}
+
 struct Logger {
     journal: bool,
+    recent: Mutex<VecDeque<Event>>,
+}
+
+static LOGGER: std::sync::OnceLock<Logger> = std::sync::OnceLock::new();
+
+/// The newest events (info and more severe), oldest first; empty until [`init`].
+pub fn recent() -> Vec<Event> {
+    LOGGER.get().map_or_else(Vec::new, |l| {
+        l.recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    })
 }
 
 /// sd-daemon(3)'s priority prefix of a level.
@@ -46,6 +76,27 @@ fn format(record: &Record<'_>, journal: bool) -> String {
     out
 }
 
+impl Logger {
+    /// Keeps an event for `show ns events`, dropping the oldest beyond [`EVENTS_KEPT`].
+    fn keep(&self, record: &Record<'_>) {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recent.len() == EVENTS_KEPT {
+            recent.pop_front();
+        }
+        recent.push_back(Event {
+            unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            level: record.level(),
+            target: record.target().to_owned(),
+            message: record.args().to_string(),
+        });
+    }
+}
+
 impl Log for Logger {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         metadata.level() <= log::max_level()
@@ -58,6 +109,9 @@ impl Log for Logger {
             let _ = std::io::stderr()
                 .lock()
                 .write_all(format(record, self.journal).as_bytes());
+            if record.level() <= Level::Info {
+                self.keep(record);
+            }
         }
     }
 
@@ -69,8 +123,10 @@ impl Log for Logger {
 /// Installs the logger at `level` (once; later calls only change the level).
 pub fn init(level: LevelFilter) {
     let journal = std::env::var_os("JOURNAL_STREAM").is_some();
-    static LOGGER: std::sync::OnceLock<Logger> = std::sync::OnceLock::new();
-    let logger = LOGGER.get_or_init(|| Logger { journal });
+    let logger = LOGGER.get_or_init(|| Logger {
+        journal,
+        recent: Mutex::new(VecDeque::with_capacity(EVENTS_KEPT)),
+    });
     // Already set (a second init in one process): the level still applies.
     let _ = log::set_logger(logger);
     log::set_max_level(level);
@@ -103,5 +159,21 @@ mod tests {
         );
         assert_eq!(line(Level::Warn, true, "a\nb"), "<4>a\n<4>b\n");
         assert_eq!(line(Level::Debug, true, "x"), "<7>x\n");
+    }
+
+    #[test]
+    fn the_newest_events_are_kept_for_show_ns_events() {
+        init(LevelFilter::Info);
+        for i in 0..EVENTS_KEPT + 3 {
+            log::info!(target: "config", "event {i}");
+        }
+        log::debug!(target: "config", "not an event");
+        let events: Vec<String> = recent()
+            .into_iter()
+            .filter(|e| e.message.starts_with("event "))
+            .map(|e| e.message)
+            .collect();
+        assert_eq!(events.len(), EVENTS_KEPT);
+        assert_eq!(events.last().map(String::as_str), Some("event 258"));
     }
 }

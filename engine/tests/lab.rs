@@ -567,6 +567,13 @@ bind service s3 -monitorName h1
     assert!(took <= Duration::from_secs(33), "UP after {took:?}");
     let names = lab.curl_new_connections(80, "/", 30);
     assert_eq!(count(&names, "backend-2"), 10, "{names:?}");
+    // `show ns events` lists the changes too, oldest first.
+    let events = String::from_utf8_lossy(&lab.ctl(&["show", "ns", "events"]).stdout).into_owned();
+    let down = events.find("service s2 DOWN: monitor").expect(&events);
+    assert!(
+        events[down..].contains("service s2 UP: monitor"),
+        "{events}"
+    );
     // Each change of state is one log line with the monitor's reason.
     let log = lab.stop();
     assert!(

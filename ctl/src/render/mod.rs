@@ -138,6 +138,20 @@ pub trait Runtime {
     fn persistent_sessions(&self, _vserver: &str) -> Vec<PersistentSession> {
         Vec::new()
     }
+    /// The daemon's recent events (state changes, generations, errors), oldest first.
+    fn events(&self) -> Vec<EventRow> {
+        Vec::new()
+    }
+}
+
+/// One event of `show ns events`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventRow {
+    /// Seconds since 1970 (UTC).
+    pub unix_s: u64,
+    pub level: String,
+    pub target: String,
+    pub message: String,
 }
 
 /// One SOURCEIP session: the client, the service it persists to, seconds left.

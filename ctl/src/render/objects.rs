@@ -102,6 +102,27 @@ pub fn show(
                 super::stored_line(&s.settings, stored_only::SERVER, &mut out);
             }
         }
+        Object::NsEvents => {
+            let events = rt.events();
+            if json {
+                let v: Vec<Value> = events.iter().map(|e| json!({"time": e.unix_s, "level": e.level, "source": e.target, "text": e.message})).collect();
+                return Ok(Value::from(v).to_string());
+            }
+            out.push_str(&format!(
+                "{:>6}  {:<12} {:<6} {:<12} {}\n",
+                "No.", "Time (UTC s)", "Level", "Source", "Text"
+            ));
+            for (i, e) in events.iter().enumerate() {
+                out.push_str(&format!(
+                    "{:>6}  {:<12} {:<6} {:<12} {}\n",
+                    i + 1,
+                    e.unix_s,
+                    e.level,
+                    e.target,
+                    e.message.replace('\n', " ")
+                ));
+            }
+        }
         Object::NsVersion => {
             if json {
                 return Ok(json!([{"version": crate::VERSION, "product": "Fulcrum"}]).to_string());

@@ -187,6 +187,18 @@ impl Runtime for LiveRuntime<'_> {
         sessions
     }
 
+    fn events(&self) -> Vec<ctl::render::EventRow> {
+        crate::logging::recent()
+            .into_iter()
+            .map(|e| ctl::render::EventRow {
+                unix_s: e.unix_s,
+                level: e.level.to_string(),
+                target: e.target,
+                message: e.message,
+            })
+            .collect()
+    }
+
     fn drops(&self) -> Vec<(String, u64)> {
         let mut drops: Vec<(String, u64)> = self
             .control
