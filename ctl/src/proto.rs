@@ -10,6 +10,16 @@ use std::io::{self, BufRead, Write};
 pub const DONE: &str = " Done";
 /// Longest request line the daemon reads.
 pub const MAX_LINE: usize = 64 * 1024;
+/// A batch: `#batch N` (a comment to the command language, so a daemon without batches runs
+/// the N lines after it one by one) announces N configuration lines applied as one
+/// generation; the reply is ` Done`, or `#failed K` (the K-th line, counted from 1) and its
+/// `ERROR:`. Lines before K stay applied, as they would one by one.
+pub const BATCH: &str = "#batch ";
+/// The line of a batch's reply that names the line that failed.
+pub const FAILED: &str = "#failed ";
+/// Most lines and bytes in one batch (fulcrumctl sends bigger files as several).
+pub const MAX_BATCH_LINES: usize = 10_000;
+pub const MAX_BATCH_BYTES: usize = 8 << 20;
 /// Where `fulcrumd` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/fulcrum/ctl.sock";
 
@@ -26,6 +36,26 @@ pub fn request(
 ) -> io::Result<Vec<String>> {
     writeln!(writer, "{}", command.replace(['\n', '\r'], " "))?;
     writer.flush()?;
+    request_reply(reader)
+}
+
+/// Sends `lines` as one batch and collects the reply (see [`BATCH`]).
+pub fn request_batch(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+    lines: &[&str],
+) -> io::Result<Vec<String>> {
+    let mut text = format!("{BATCH}{}\n", lines.len());
+    for l in lines {
+        text.push_str(&l.replace(['\n', '\r'], " "));
+        text.push('\n');
+    }
+    writer.write_all(text.as_bytes())?;
+    // The reply is read as one request's: the final line ends it.
+    request_reply(reader)
+}
+
+fn request_reply(reader: &mut impl BufRead) -> io::Result<Vec<String>> {
     let mut lines = Vec::new();
     loop {
         let mut line = String::new();

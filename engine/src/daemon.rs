@@ -82,6 +82,21 @@ fn lock_port(ifname: &str) -> Result<File, EngineError> {
     Ok(file)
 }
 
+/// Raises the soft limit of open files to the hard one (systemd's default soft limit, 1024,
+/// would cap the control clients and sockets long before the daemon's own bounds); returns
+/// the limit in force.
+pub fn raise_fd_limit() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => hard,
+            Err(_) => soft,
+        },
+        Ok((soft, _)) => soft,
+        Err(_) => 0,
+    }
+}
+
 /// The signals the daemon reacts to, as flags its threads poll.
 #[derive(Debug, Clone, Default)]
 pub struct Signals {
@@ -114,6 +129,8 @@ pub fn run(
 ) -> Result<RunSummary, EngineError> {
     let config_path = options.config.as_path();
     let socket = options.socket.as_path();
+    let files = raise_fd_limit();
+    log::debug!(target: "control", "open files limit {files}");
     let admins = control::Admins::new(options.admin_group.as_deref())?;
     let loaded = ctl::conf::load_with(config_path, options.unsupported).map_err(|e| {
         EngineError::Config(format!(

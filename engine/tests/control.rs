@@ -352,3 +352,155 @@ fn saving_keeps_the_lines_skipped_as_unsupported() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The process's resident memory, in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A thousand idle connections, clients that never finish their line, a 10 MB line, bytes
+/// that are not UTF-8: each misbehaving client gets its `ERROR:` (or just its slot), the
+/// others are served, memory stays bounded and the configuration is untouched.
+#[test]
+fn abusive_clients_get_errors_and_others_are_still_served() {
+    use std::io::Read;
+    // The daemon raises its open-files limit so; so does this process, which serves here.
+    assert!(
+        engine::daemon::raise_fd_limit() > 5000,
+        "the hard limit allows the test"
+    );
+    let (control, sock, stop, server) = daemon("abuse", None);
+    let before = control.config();
+    let rss_before = rss_kib();
+    let idle: Vec<UnixStream> = (0..1000)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    // Every idle one holds a thread; a real client is still answered.
+    let (mut r, mut w) = connect(&sock);
+    let reply = request(&mut r, &mut w, "show lb vserver web").unwrap();
+    assert_eq!(reply.last().unwrap(), " Done");
+    let grown_mib = rss_kib().saturating_sub(rss_before) / 1024;
+    eprintln!("1000 idle control connections: +{grown_mib} MiB resident");
+    assert!(
+        grown_mib < 200,
+        "+{grown_mib} MiB for 1000 idle connections"
+    );
+    // Beyond the cap, a connection is told so.
+    let more: Vec<UnixStream> = (0..engine::control::MAX_CLIENTS)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    let mut last = more.last().unwrap().try_clone().unwrap();
+    last.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut said = String::new();
+    let _ = BufReader::new(&mut last).read_line(&mut said);
+    assert!(
+        said.starts_with("ERROR: Too many control connections"),
+        "{said:?}"
+    );
+    drop(more);
+    drop(idle);
+    // Bytes that are not UTF-8: an error, and the connection goes on.
+    w.write_all(b"show \xff\xfe vserver\n").unwrap();
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(line.trim_end(), "ERROR: Command line is not valid UTF-8");
+    let reply = request(&mut r, &mut w, "show lb vserver web").unwrap();
+    assert_eq!(reply.last().unwrap(), " Done");
+    // A 10 MB line: refused at the limit, without reading it all into memory.
+    let (mut r2, mut w2) = connect(&sock);
+    let big = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..10 {
+            if w2.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let mut line = String::new();
+    r2.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("ERROR: Command line longer than"),
+        "{line}"
+    );
+    big.join().unwrap();
+    // A line that never ends: an error after the line timeout, and the slot is free again.
+    let mut slow = UnixStream::connect(&sock).unwrap();
+    slow.write_all(b"add service slow 198.18.0.9").unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut text = String::new();
+    let _ = slow.read_to_string(&mut text);
+    assert!(
+        text.starts_with("ERROR: Command line not finished within"),
+        "{text:?}"
+    );
+    assert_eq!(control.config(), before, "nothing was applied");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+}
+
+/// A 100,000-line script as batches of 10,000 (as `fulcrumctl -f` sends it): every line
+/// applied, one generation per batch; a batch failing at its 3rd line keeps the first two
+/// and applies nothing after.
+#[test]
+fn a_hundred_thousand_line_script_applies_in_batches() {
+    let (control, sock, stop, server) = daemon("batch", None);
+    let (mut r, mut w) = connect(&sock);
+    let lines: Vec<String> = (0..100_000u32)
+        .map(|i| {
+            format!(
+                "add server b{i} 198.{}.{}.{}",
+                18 + i / 65536,
+                (i / 256) % 256,
+                i % 256
+            )
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    for chunk in lines.chunks(ctl::proto::MAX_BATCH_LINES) {
+        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let reply = ctl::proto::request_batch(&mut r, &mut w, &chunk).unwrap();
+        assert_eq!(reply.last().unwrap(), " Done", "{reply:?}");
+    }
+    eprintln!("100,000 lines in {:?}", started.elapsed());
+    assert_eq!(control.config().servers.len(), 100_000 + 1);
+    let reply = ctl::proto::request_batch(
+        &mut r,
+        &mut w,
+        &[
+            "add server x1 198.18.250.1",
+            "add server x2 198.18.250.2",
+            "add server b7 198.18.250.3",
+            "add server x4 198.18.250.4",
+        ],
+    )
+    .unwrap();
+    assert_eq!(reply[0], "#failed 3", "{reply:?}");
+    assert!(
+        reply[1].starts_with("ERROR: Resource already exists"),
+        "{reply:?}"
+    );
+    let c = control.config();
+    assert!(c.servers.contains_key("x2") && !c.servers.contains_key("x4"));
+    // A batch of queries is refused as such; a batch too long is refused before it is read.
+    let reply = ctl::proto::request_batch(&mut r, &mut w, &["show lb vserver"]).unwrap();
+    assert!(
+        reply
+            .last()
+            .unwrap()
+            .contains("configuration commands only"),
+        "{reply:?}"
+    );
+    w.write_all(b"#batch 10000000\n").unwrap();
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ERROR: A batch holds 1 to"), "{line}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+}

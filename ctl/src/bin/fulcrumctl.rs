@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use ctl::cli::Cli;
 use ctl::grammar::{complete, help, parse_line};
-use ctl::proto::{DONE, request};
+use ctl::proto::{DONE, FAILED, MAX_BATCH_BYTES, MAX_BATCH_LINES, request, request_batch};
 use rustyline::Helper;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -45,6 +45,32 @@ impl Session {
         self.conn
             .as_mut()
             .ok_or_else(|| "ERROR: not connected".to_owned())
+    }
+
+    /// Sends configuration lines (with their line numbers in the file) as one batch; the
+    /// failing line's number and error otherwise.
+    fn run_batch(&mut self, lines: &[(usize, &str)]) -> Result<(), (usize, String)> {
+        let Some(&(first, _)) = lines.first() else {
+            return Ok(());
+        };
+        let texts: Vec<&str> = lines.iter().map(|(_, l)| *l).collect();
+        let (reader, writer) = self.connect().map_err(|e| (first, e))?;
+        let reply = request_batch(reader, writer, &texts).map_err(|e| {
+            self.conn = None;
+            (first, format!("ERROR: {e}"))
+        })?;
+        let failed = reply
+            .iter()
+            .find_map(|l| l.strip_prefix(FAILED)?.parse::<usize>().ok());
+        match reply.last() {
+            Some(l) if l == DONE => Ok(()),
+            last => {
+                let at = failed
+                    .and_then(|k| lines.get(k.checked_sub(1)?))
+                    .map_or(first, |(i, _)| *i);
+                Err((at, last.cloned().unwrap_or_default()))
+            }
+        }
     }
 
     /// Runs one line; prints the reply; Ok(true) when it ended in ` Done`.
@@ -114,18 +140,48 @@ fn batch(session: &mut Session, file: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    for (i, line) in text.lines().enumerate() {
-        match session.run(line) {
-            Ok(true) => {}
-            Ok(false) => {
-                eprintln!("{}:{}: stopped at this line", file.display(), i + 1);
-                return ExitCode::FAILURE;
-            }
+    // Consecutive configuration lines go as batches (one generation each, so a file of
+    // 100,000 lines does not publish 100,000); queries and help on their own, in order.
+    let mut pending: Vec<(usize, &str)> = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let stop = |at: usize, e: &str| {
+        eprintln!("{}:{}: {e}", file.display(), at + 1);
+        ExitCode::FAILURE
+    };
+    for (i, line) in lines.iter().enumerate() {
+        let config_only = match parse_line(line) {
+            Ok(cmds) => !cmds.is_empty() && cmds.iter().all(ctl::Command::changes_config),
             Err(e) => {
-                eprintln!("{}:{}: {e}", file.display(), i + 1);
-                return ExitCode::FAILURE;
+                if let Err((at, e)) = session.run_batch(&pending) {
+                    return stop(at, &e);
+                }
+                return stop(i, &e.to_string());
+            }
+        };
+        if config_only {
+            pending.push((i, line));
+            let bytes: usize = pending.iter().map(|(_, l)| l.len() + 1).sum();
+            if pending.len() < MAX_BATCH_LINES && bytes < MAX_BATCH_BYTES / 2 {
+                continue;
             }
         }
+        if let Err((at, e)) = session.run_batch(&pending) {
+            return stop(at, &e);
+        }
+        pending.clear();
+        if !config_only {
+            match session.run(line) {
+                Ok(true) => {}
+                Ok(false) => {
+                    eprintln!("{}:{}: stopped at this line", file.display(), i + 1);
+                    return ExitCode::FAILURE;
+                }
+                Err(e) => return stop(i, &e),
+            }
+        }
+    }
+    if let Err((at, e)) = session.run_batch(&pending) {
+        return stop(at, &e);
     }
     ExitCode::SUCCESS
 }

@@ -9,10 +9,12 @@
 //! * `drains` — `disable service` delays and `-graceFul` across commands;
 //! * `resolved` — domain-based servers' addresses from the monitor core's resolver;
 //! * `runtime` — the running engine as `show`/`stat` read it (counters, health, rates);
-//! * `socket` — the Unix socket server and who may use it;
+//! * `socket` — the Unix socket server and who may use it; `lines` — a client's request
+//!   lines, bounded in length and time;
 //! * `watch` — what the daemon's loop looks at: vservers that went DOWN, the session count.
 
 mod drains;
+mod lines;
 mod owned;
 mod publish;
 mod resolved;
@@ -21,7 +23,7 @@ mod socket;
 mod watch;
 
 pub use owned::OwnedAddresses;
-pub use socket::{Admins, serve};
+pub use socket::{Admins, MAX_CLIENTS, serve};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -192,8 +194,60 @@ impl Control {
         let mut state = self.lock();
         let mut next = state.config.clone();
         next.apply_all(cmds)?;
+        self.commit(&mut state, next, cmds)
+    }
+
+    /// A batch of configuration lines (`None`: a line that was not UTF-8), applied one by one
+    /// to one copy and published as one generation: the reply is ` Done`, or `#failed K` and
+    /// the error of line K, the lines before it applied (as they would be one by one). A
+    /// batch never holds queries (fulcrumctl sends them on their own).
+    pub fn execute_batch(&self, lines: &[Option<String>]) -> Vec<String> {
+        let mut state = self.lock();
+        let mut next = state.config.clone();
+        let mut applied: Vec<Command> = Vec::new();
+        let mut failure = None;
+        for (i, line) in lines.iter().enumerate() {
+            let result = match line {
+                None => Err(CliError::new(ErrorKind::InvalidArgumentValue)
+                    .with_detail("Command line is not valid UTF-8")),
+                Some(line) => parse_line(line).and_then(|cmds| {
+                    if !cmds.iter().all(Command::changes_config) {
+                        return Err(CliError::new(ErrorKind::NotSupported)
+                            .with_detail("A batch holds configuration commands only"));
+                    }
+                    next.apply_all(&cmds)?;
+                    applied.extend(cmds);
+                    Ok(())
+                }),
+            };
+            if let Err(e) = result {
+                failure = Some((i + 1, e));
+                break;
+            }
+        }
+        if !applied.is_empty()
+            && let Err(e) = self.commit(&mut state, next, &applied)
+        {
+            return vec![
+                format!("{}1", ctl::proto::FAILED),
+                format!("{e} (nothing of the batch was applied)"),
+            ];
+        }
+        match failure {
+            None => vec![DONE.to_owned()],
+            Some((line, e)) => vec![format!("{}{line}", ctl::proto::FAILED), e.to_string()],
+        }
+    }
+
+    /// Publishes `next`, the configuration after `cmds`, with what those commands start.
+    fn commit(
+        &self,
+        state: &mut std::sync::MutexGuard<'_, State>,
+        next: Config,
+        cmds: &[Command],
+    ) -> Result<(), CliError> {
         let drains = drains_after(&state.drains, cmds, &next, self.now_ms());
-        self.publish(&mut state, next, drains)?;
+        self.publish(state, next, drains)?;
         // `enable lb vserver` brings back a vserver kept out by -disablePrimaryOnDown.
         for cmd in cmds {
             if let Command::LbVserver(ctl::command::VserverCmd::Enable { name }) = cmd

@@ -1,19 +1,20 @@
 //! The control socket: one thread per client, one command per line, NetScaler's replies;
 //! who may connect is checked from the peer's credentials (SO_PEERCRED and /proc).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ctl::proto::MAX_LINE;
+use ctl::proto::{BATCH, MAX_BATCH_BYTES, MAX_BATCH_LINES, MAX_LINE};
 
 use crate::error::EngineError;
 
 use super::Control;
+use super::lines::{LINE_TIMEOUT, Line, LineReader};
 
 /// Who may administer the daemon: root, the daemon's own user, and members (primary or
 /// supplementary) of the configured admin group.
@@ -82,42 +83,121 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-fn serve_client(control: &Control, admins: &Admins, stream: UnixStream) {
+/// Most clients served at once; one more is told so and closed. Each holds a thread (with a
+/// [`CLIENT_STACK`] stack) and at most [`MAX_LINE`] bytes of an unfinished line.
+pub const MAX_CLIENTS: usize = 1024;
+/// A client thread's stack: commands are parsed and applied without deep recursion.
+const CLIENT_STACK: usize = 256 * 1024;
+
+/// Counts a client while it is served.
+struct ClientSlot(Arc<AtomicUsize>);
+
+impl ClientSlot {
+    fn take(count: &Arc<AtomicUsize>) -> Option<Self> {
+        let taken = count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_CLIENTS).then_some(n + 1)
+            })
+            .is_ok();
+        taken.then(|| Self(Arc::clone(count)))
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn serve_client(control: &Control, admins: &Admins, mut stream: UnixStream) {
     if !admins.admits(&stream) {
         let mut s = &stream;
         // A peer that already left needs no answer.
         let _ = writeln!(s, "{}", admins.refusal());
         return;
     }
-    // Without a timeout an idle client would hold its thread for ever.
-    if stream
-        .set_read_timeout(Some(Duration::from_secs(600)))
-        .is_err()
-    {
-        return;
-    }
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::new(stream);
+    let mut lines = LineReader::default();
     loop {
-        let mut line = String::new();
-        match (&mut reader).take(MAX_LINE as u64 + 1).read_line(&mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if line.len() > MAX_LINE && !line.ends_with('\n') {
-            // The connection closes either way; a peer that left needs no answer.
-            let _ = writeln!(writer, "ERROR: Command line longer than {MAX_LINE} bytes");
-            return;
-        }
-        let reply = control.execute(line.trim_end_matches(['\n', '\r']));
+        // A peer that left needs no answer: write errors end the connection quietly.
+        let line = match lines.next(&mut stream) {
+            Line::Text(line) => line,
+            Line::NotUtf8 => {
+                if writeln!(writer, "ERROR: Command line is not valid UTF-8").is_err() {
+                    return;
+                }
+                continue;
+            }
+            Line::Closed => return,
+            Line::TooLong => {
+                let _ = writeln!(writer, "ERROR: Command line longer than {MAX_LINE} bytes");
+                return;
+            }
+            Line::Unfinished => {
+                let _ = writeln!(
+                    writer,
+                    "ERROR: Command line not finished within {} s",
+                    LINE_TIMEOUT.as_secs()
+                );
+                return;
+            }
+        };
+        let reply = match line.strip_prefix(BATCH) {
+            Some(count) => match read_batch(&mut lines, &mut stream, count) {
+                Ok(batch) => control.execute_batch(&batch),
+                Err(error) => {
+                    let _ = writeln!(writer, "{error}");
+                    return;
+                }
+            },
+            None => control.execute(&line),
+        };
         let mut text = reply.join("\n");
         text.push('\n');
         if writer.write_all(text.as_bytes()).is_err() {
             return;
         }
     }
+}
+
+/// The lines of a batch announced with `count`; an error line (and the connection closes)
+/// when the batch is too big or its lines do not arrive.
+fn read_batch(
+    lines: &mut LineReader,
+    stream: &mut UnixStream,
+    count: &str,
+) -> Result<Vec<Option<String>>, String> {
+    let n: usize = count
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| *n <= MAX_BATCH_LINES)
+        .ok_or_else(|| format!("ERROR: A batch holds 1 to {MAX_BATCH_LINES} lines"))?;
+    let mut batch = Vec::with_capacity(n);
+    let mut bytes = 0;
+    while batch.len() < n {
+        match lines.next(stream) {
+            Line::Text(l) => {
+                bytes += l.len() + 1;
+                batch.push(Some(l));
+            }
+            Line::NotUtf8 => batch.push(None),
+            Line::Closed | Line::Unfinished => {
+                return Err("ERROR: The batch ended before its last line".to_owned());
+            }
+            Line::TooLong => {
+                return Err(format!("ERROR: Command line longer than {MAX_LINE} bytes"));
+            }
+        }
+        if bytes > MAX_BATCH_BYTES {
+            return Err(format!(
+                "ERROR: A batch holds at most {MAX_BATCH_BYTES} bytes"
+            ));
+        }
+    }
+    Ok(batch)
 }
 
 /// Serves the control socket until `stop`, one thread per client: mode 0600, or 0660 owned by
@@ -149,6 +229,7 @@ pub fn serve(
     listener.set_nonblocking(true).map_err(io)?;
     let path = path.to_owned();
     let admins = Arc::new(admins);
+    let clients = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("fulcrum-control".into())
         .spawn(move || {
@@ -160,11 +241,23 @@ pub fn serve(
                             log::warn!(target: "control", "control client refused: {e}");
                             continue;
                         }
+                        let Some(slot) = ClientSlot::take(&clients) else {
+                            let mut s = &stream;
+                            let _ = writeln!(
+                                s,
+                                "ERROR: Too many control connections ({MAX_CLIENTS} open); try again later"
+                            );
+                            continue;
+                        };
                         let control = Arc::clone(&control);
                         let admins = Arc::clone(&admins);
                         let spawned = std::thread::Builder::new()
                             .name("fulcrum-client".into())
-                            .spawn(move || serve_client(&control, &admins, stream));
+                            .stack_size(CLIENT_STACK)
+                            .spawn(move || {
+                                let _slot = slot;
+                                serve_client(&control, &admins, stream)
+                            });
                         if let Err(e) = spawned {
                             log::warn!(target: "control", "control client refused: {e}");
                         }
