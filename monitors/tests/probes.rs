@@ -404,3 +404,118 @@ fn three_snips_on_three_subnets_each_probe_their_own_services() {
         );
     }
 }
+
+/// NetScaler's rules, restated independently of `health`: DOWN after `retries` failures in a
+/// row (failureRetries 0), UP after `successRetries` successes in a row.
+struct Rules {
+    retries: u32,
+    success_retries: u32,
+    failures: u32,
+    successes: u32,
+    state: MonitorState,
+}
+
+impl Rules {
+    fn record(&mut self, passed: bool) -> MonitorState {
+        if passed {
+            self.successes += 1;
+            self.failures = 0;
+            if self.successes >= self.success_retries {
+                self.state = MonitorState::Up;
+            }
+        } else {
+            self.failures += 1;
+            self.successes = 0;
+            if self.failures >= self.retries {
+                self.state = MonitorState::Down;
+            }
+        }
+        self.state
+    }
+}
+
+/// A backend that answers for 300 ms, then not for 300 ms, for a minute: after every probe
+/// the monitor's state is what the rules say for the results so far, DOWN probes wait
+/// downTime, nothing panics, and the core holds no more sockets at the end than at the start.
+#[test]
+fn a_flapping_backend_follows_retries_success_retries_and_down_time_exactly() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let up = Arc::new(AtomicBool::new(true));
+    let answering = Arc::clone(&up);
+    let backend = Backend::new().udp(17008, move |_| {
+        answering.load(Relaxed).then(|| b"PONG".to_vec())
+    });
+    let mut lab = backend::Lab::new(backend, 1);
+    let timers = Timers {
+        interval: 100,
+        resp_timeout: 50,
+        down_time: 200,
+        retries: 2,
+        failure_retries: 0,
+        success_retries: 2,
+        reverse: false,
+    };
+    let kind = ProbeKind::UdpEcv {
+        send: b"PING".to_vec(),
+        recv: b"PONG".to_vec(),
+    };
+    lab.core.set_targets(
+        vec![Target {
+            timers,
+            ..target(0, 17008, kind)
+        }],
+        0,
+    );
+    let sockets_at_start = lab.core.sockets_in_use();
+    let mut rules = Rules {
+        retries: 2,
+        success_retries: 2,
+        failures: 0,
+        successes: 0,
+        state: MonitorState::Unknown,
+    };
+    let (mut probes, mut changes) = (0u64, 0u32);
+    let mut last = (0u64, 0u64);
+    let mut last_finish_while_down: Option<u64> = None;
+    for t in 1..=60_000u64 {
+        up.store((t / 300) % 2 == 0, Relaxed);
+        lab.run_until(t);
+        let now = lab.health.probes();
+        if now == last {
+            continue;
+        }
+        // One probe ended in this millisecond (they are 100 ms apart at least).
+        assert_eq!(now.0 + now.1, last.0 + last.1 + 1, "at {t} ms");
+        let passed = now.0 > last.0;
+        last = now;
+        probes += 1;
+        let before = rules.state;
+        let want = rules.record(passed);
+        let got = lab.core.state_of(0, "m0").unwrap();
+        assert_eq!(got, want, "after probe {probes} at {t} ms");
+        changes += u32::from(before != want);
+        // While DOWN the next probe starts downTime after the last ended.
+        if let Some(prev) = last_finish_while_down {
+            assert!(
+                t - prev >= timers.down_time,
+                "a DOWN probe {} ms after the last",
+                t - prev
+            );
+        }
+        last_finish_while_down = (want == MonitorState::Down && !passed).then_some(t);
+    }
+    eprintln!(
+        "60 s of flapping: {probes} probes ({last:?} passed, failed), {changes} state changes"
+    );
+    assert!(probes > 200, "{probes} probes");
+    assert!(
+        changes > 40,
+        "the state followed the flaps: {changes} changes"
+    );
+    assert!(
+        lab.core.sockets_in_use() <= sockets_at_start + 2,
+        "sockets {} at the end, {sockets_at_start} at the start",
+        lab.core.sockets_in_use()
+    );
+}

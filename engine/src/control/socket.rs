@@ -84,7 +84,7 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
 }
 
 /// Most clients served at once; one more is told so and closed. Each holds a thread (with a
-/// [`CLIENT_STACK`] stack) and at most [`MAX_LINE`] bytes of an unfinished line.
+/// 256 KB stack) and at most [`MAX_LINE`] bytes of an unfinished line.
 pub const MAX_CLIENTS: usize = 1024;
 /// A client thread's stack: commands are parsed and applied without deep recursion.
 const CLIENT_STACK: usize = 256 * 1024;

@@ -277,6 +277,12 @@ impl MonitorCore {
         }
     }
 
+    /// Sockets the core holds now (probes running and their ICMP error sockets): flat over
+    /// time, or probes leak them.
+    pub fn sockets_in_use(&self) -> usize {
+        self.sockets.iter().count()
+    }
+
     pub fn state_of(&self, service: ServiceId, monitor: &str) -> Option<MonitorState> {
         self.binding(service, monitor).map(|b| b.health.state())
     }
