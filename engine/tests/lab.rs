@@ -2092,6 +2092,15 @@ fn a_daemon_killed_without_cleanup_starts_again_on_the_same_port() {
         "add ns ip 198.18.0.2 255.255.255.0\nadd service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP {VIP} 80\nbind lb vserver web s1\n"
     );
     lab.start(&conf, 80);
+    // A connection open when the daemon dies, which speaks again after the restart.
+    let held = lab.client_spawn(&[
+        "bash",
+        "-c",
+        &format!(
+            "exec 3<>/dev/tcp/{VIP}/80 && sleep 4 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && timeout 5 cat <&3"
+        ),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let pid = lab.daemon_pid().expect("running");
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
@@ -2107,8 +2116,23 @@ fn a_daemon_killed_without_cleanup_starts_again_on_the_same_port() {
         String::from_utf8_lossy(&link.stdout).contains("xdp"),
         "the killed daemon's program stays attached"
     );
+    let restarted = std::time::Instant::now();
     lab.start(&conf, 80);
+    let serving_after = restarted.elapsed();
+    eprintln!("serving again {serving_after:?} after the restart began");
+    assert!(
+        serving_after < std::time::Duration::from_secs(5),
+        "{serving_after:?}"
+    );
     assert_eq!(lab.curl_new_connections(80, "/", 3), ["backend-1"; 3]);
+    // No flow state survived: the old connection's next segment reaches an engine that does
+    // not know it and gets an RST, so the client learns at once (it is not left hanging).
+    let out = held.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("Connection reset by peer"),
+        "{out:?}"
+    );
     let summary = lab.stop();
     assert!(summary.contains("replacing the XDP program"), "{summary}");
 }
