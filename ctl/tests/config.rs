@@ -852,21 +852,6 @@ fn the_persistence_timeout_is_bounded_by_its_type() {
     run(&mut c, "add lb vserver vs2 TCP 198.19.0.11 80 -timeout 0").unwrap();
 }
 
-/// `show server` needs no counters.
-struct NoRuntime;
-
-impl ctl::render::Runtime for NoRuntime {
-    fn service(&self, _: &str) -> ctl::render::ServiceStats {
-        ctl::render::ServiceStats::default()
-    }
-    fn vserver(&self, _: &str) -> ctl::render::VserverStats {
-        ctl::render::VserverStats::default()
-    }
-    fn drops(&self) -> Vec<(String, u64)> {
-        Vec::new()
-    }
-}
-
 #[test]
 fn domain_based_servers_take_their_address_from_the_resolver() {
     let mut c = config_of(&[
@@ -881,7 +866,14 @@ fn domain_based_servers_take_their_address_from_the_resolver() {
         "not resolved yet"
     );
     let show = |c: &Config| {
-        ctl::render::show(c, ctl::grammar::Object::Server, None, false, &NoRuntime).unwrap()
+        ctl::render::show(
+            c,
+            ctl::grammar::Object::Server,
+            None,
+            false,
+            &ctl::render::NothingRunning,
+        )
+        .unwrap()
     };
     assert!(show(&c).contains("Not resolved yet"), "{}", show(&c));
     c.resolutions.insert(

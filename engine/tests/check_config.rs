@@ -185,24 +185,9 @@ fn version_names_the_crate_version_commit_and_build() {
         ctl::grammar::Object::NsVersion,
         None,
         false,
-        &NoCounters,
+        &ctl::render::NothingRunning,
     )
     .unwrap();
     assert_eq!(shown.trim(), format!("Fulcrum {}", ctl::VERSION));
     assert!(text.contains(ctl::VERSION), "{text}");
-}
-
-/// `show ns version` reads no counters.
-struct NoCounters;
-
-impl ctl::render::Runtime for NoCounters {
-    fn service(&self, _: &str) -> ctl::render::ServiceStats {
-        ctl::render::ServiceStats::default()
-    }
-    fn vserver(&self, _: &str) -> ctl::render::VserverStats {
-        ctl::render::VserverStats::default()
-    }
-    fn drops(&self) -> Vec<(String, u64)> {
-        Vec::new()
-    }
 }

@@ -2146,28 +2146,47 @@ fn show_server(lab: &Lab, name: &str) -> String {
 
 /// Polls `show server NAME` until it holds `text`.
 fn wait_server_shows(lab: &Lab, name: &str, text: &str, limit: std::time::Duration) -> bool {
+    poll_until(limit, || show_server(lab, name).contains(text)).is_some()
+}
+
+/// Asks `done` every 100 ms until it holds (how long that took) or `limit` passes (`None`).
+fn poll_until(
+    limit: std::time::Duration,
+    mut done: impl FnMut() -> bool,
+) -> Option<std::time::Duration> {
     let start = std::time::Instant::now();
     while start.elapsed() < limit {
-        if show_server(lab, name).contains(text) {
-            return true;
+        if done() {
+            return Some(start.elapsed());
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    false
+    None
+}
+
+/// Waits until `service` has `n` open flows; how long it took (the test fails otherwise).
+fn wait_active_flows(
+    lab: &Lab,
+    service: &str,
+    n: u64,
+    limit: std::time::Duration,
+) -> std::time::Duration {
+    poll_until(limit, || active_flows(lab, service) == n).unwrap_or_else(|| {
+        panic!(
+            "{service} never had {n} open flows: {}",
+            active_flows(lab, service)
+        )
+    })
 }
 
 /// Polls `show serviceGroup GROUP` until the member at `endpoint` (`ip:port`) is UP.
 fn wait_member_up(lab: &Lab, group: &str, endpoint: &str) -> bool {
     let want = format!("{endpoint}\tState: UP");
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(20) {
+    poll_until(std::time::Duration::from_secs(20), || {
         let out = lab.ctl(&["show", "serviceGroup", group]);
-        if String::from_utf8_lossy(&out.stdout).contains(&want) {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    false
+        String::from_utf8_lossy(&out.stdout).contains(&want)
+    })
+    .is_some()
 }
 
 #[test]
@@ -2356,15 +2375,7 @@ bind lb vserver bk s2
 
     // soPersistence: one connection held open puts `sticky` at its threshold.
     lab.add_client_address("198.18.0.51/24");
-    let wait_active = |n: u64| {
-        for _ in 0..50 {
-            if active_flows(&lab, "s1") == n {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("s1 never had {n} open flows: {}", active_flows(&lab, "s1"));
-    };
+    let wait_active = |n: u64| wait_active_flows(&lab, "s1", n, Duration::from_secs(5));
     wait_active(0);
     let mut held = lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:81"), "-"]);
     wait_active(1);
@@ -2463,19 +2474,8 @@ bind lb vserver s slow
             lab.client_spawn(&["socat", "-u", "-T", "30", &format!("TCP:{VIP}:{port}"), "-"])
         })
         .collect();
-    let wait_for = |service: &str, n: u64, limit: Duration| {
-        let start = std::time::Instant::now();
-        while start.elapsed() < limit {
-            if active_flows(&lab, service) == n {
-                return start.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "{service} never had {n} open flows: {}",
-            active_flows(&lab, service)
-        );
-    };
+    let wait_for =
+        |service: &str, n: u64, limit: Duration| wait_active_flows(&lab, service, n, limit);
     wait_for("quick", 1, Duration::from_secs(3));
     wait_for("slow", 1, Duration::from_secs(3));
     let took = wait_for("quick", 0, Duration::from_secs(6));

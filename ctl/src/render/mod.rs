@@ -144,6 +144,23 @@ pub trait Runtime {
     }
 }
 
+/// Nothing running: every counter zero, no health, no events. For rendering a configuration
+/// on its own (a file checked offline, tests of configuration-only objects).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NothingRunning;
+
+impl Runtime for NothingRunning {
+    fn service(&self, _: &str) -> ServiceStats {
+        ServiceStats::default()
+    }
+    fn vserver(&self, _: &str) -> VserverStats {
+        VserverStats::default()
+    }
+    fn drops(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
 /// One event of `show ns events`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventRow {

@@ -11,6 +11,12 @@ const SESSIONS_EVERY_MS: u64 = 1000;
 pub const DROPS_EVERY_MS: u64 = 60_000;
 
 impl Control {
+    /// A service its monitors hold UP and that is in service (enabled, its server too): what
+    /// makes a vserver UP.
+    fn serving(&self, tables: &crate::tables::Tables, id: u32) -> bool {
+        self.health.is_up(id) && tables.service(id).is_some_and(|s| s.enabled)
+    }
+
     /// `-disablePrimaryOnDown`: a vserver none of whose services is UP and in service is kept out (its
     /// backup takes its connections) until an operator enables it. Called every 50 ms.
     pub fn watch_primaries(&self) {
@@ -23,10 +29,7 @@ impl Control {
             // DOWN: no service UP and in service (monitors DOWN, or disabled).
             let down = v.enabled
                 && !members.is_empty()
-                && members.iter().all(|m| {
-                    !(self.health.is_up(m.service)
-                        && tables.service(m.service).is_some_and(|s| s.enabled))
-                });
+                && !members.iter().any(|m| self.serving(&tables, m.service));
             if v.fallback.disable_primary_on_down && down && !state.is_out() {
                 log::warn!(target: "vserver",
                     "vserver {} went DOWN: kept out until `enable lb vserver {}` (-disablePrimaryOnDown)",
@@ -105,7 +108,7 @@ impl Control {
     /// One line for systemd's `STATUS=`: how many vservers and services are UP.
     pub fn status_line(&self) -> String {
         let tables = self.published.load();
-        let up = |id: u32| self.health.is_up(id) && tables.service(id).is_some_and(|s| s.enabled);
+        let up = |id: u32| self.serving(&tables, id);
         let services: Vec<u32> = (0..tables.services.len() as u32)
             .filter(|&id| tables.service(id).is_some())
             .collect();
