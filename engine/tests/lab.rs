@@ -39,12 +39,7 @@ fn round_robin_spreads_300_new_connections_evenly_and_udp_flows_too() {
         assert!((98..=102).contains(&n), "{b} got {n} of 300");
     }
     // UDP: three datagrams from three source ports go to the three backends.
-    let mut answers: Vec<String> = (0..3)
-        .map(|_| {
-            let out = lab.client(&["bash", "-c", &format!("echo hi | socat -T1 - UDP4:{VIP}:7")]);
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        })
-        .collect();
+    let mut answers: Vec<String> = (0..3).map(|_| lab.udp_ask(7, "hi")).collect();
     answers.sort();
     assert_eq!(answers, ["backend-1", "backend-2", "backend-3"]);
     let summary = lab.stop();
@@ -658,8 +653,7 @@ bind lb vserver echo u9
     let show = String::from_utf8_lossy(&lab.ctl(&["show", "service", "u1"]).stdout).into_owned();
     assert!(show.contains("Monitor Name: ping-default"), "{show}");
     for _ in 0..4 {
-        let out = lab.client(&["bash", "-c", &format!("echo hi | socat -T1 - UDP4:{VIP}:7")]);
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "backend-1");
+        assert_eq!(lab.udp_ask(7, "hi"), "backend-1");
     }
 }
 

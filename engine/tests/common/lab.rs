@@ -239,6 +239,18 @@ impl Lab {
             .unwrap()
     }
 
+    /// One datagram to the VIP's `port` from a fresh source port; the first answer, or "" after
+    /// 3 s. (socat's client gives up 0.5 s after its stdin ends, too soon on a busy
+    /// machine where the backend forks a shell per datagram; `head`, not bash's `read`,
+    /// because `read` takes one byte per receive and a datagram is gone after one.)
+    pub fn udp_ask(&self, port: u16, text: &str) -> String {
+        let vip = self.vip;
+        let script =
+            format!("exec 3<>/dev/udp/{vip}/{port} && echo {text} >&3 && timeout 3 head -n1 <&3");
+        let out = self.client(&["bash", "-c", &script]);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     /// Starts a command in the client namespace in the background.
     pub fn client_spawn(&self, args: &[&str]) -> Child {
         Command::new("ip")
