@@ -47,7 +47,8 @@ pub(super) fn scales(members: &[Member]) -> Option<Scales> {
     let per_member: Box<[u64]> = members.iter().map(|m| lcm / u64::from(m.weight)).collect();
     let largest = per_member.iter().copied().max().unwrap_or(1).max(1);
     Some(Scales {
-        limit: (TIER_BIT - 1) / largest,
+        // One below the largest 63-bit value, so a tiered rank stays below the initial `u64::MAX`.
+        limit: (TIER_BIT - 2) / largest,
         per_member,
     })
 }
@@ -259,6 +260,17 @@ mod tests {
         let ranked = select(&m, Some(&sc), None, metric);
         assert!(matches!(ranked, Pick::Chosen(1)));
         assert!(matches!(select(&m, None, None, metric), Pick::Chosen(1)));
+    }
+
+    #[test]
+    fn a_busy_member_at_the_largest_rank_is_still_chosen() {
+        let m = members(&[1]);
+        let sc = scales(&m).unwrap();
+        let metric = |_| Metric::Value(1, sc.limit);
+        assert!(matches!(
+            select(&m, Some(&sc), None, metric),
+            Pick::Chosen(0)
+        ));
     }
 
     /// Both paths agree on every pick over random pools (the scenario files cover the seeds).
