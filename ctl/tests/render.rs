@@ -59,6 +59,10 @@ impl Runtime for Fixed {
                 drops: 1,
                 snat_skipped: 3,
                 snat_time_wait: w as u64,
+                flows: 40 + w as u64,
+                flow_capacity: 1000,
+                embryonic: 4,
+                flows_given_way: 9 * w as u64,
             })
             .collect()
     }
@@ -204,12 +208,14 @@ fn persistent_sessions_are_listed_per_vserver() {
 fn stat_ns_lists_each_worker_in_text_and_json() {
     let (config, _) = replay_text(CONF);
     let text = stat(&config, Object::Ns, None, false, &Fixed).unwrap();
-    let rows: Vec<&str> = text
-        .lines()
-        .skip(2)
-        .filter(|l| l.starts_with('\t'))
-        .collect();
+    let section = |title: &str| -> Vec<&str> {
+        let mut lines = text.lines().skip_while(|l| *l != title).skip(2);
+        std::iter::from_fn(|| lines.next().filter(|l| l.starts_with('\t'))).collect()
+    };
+    let (rows, tables) = (section("Workers"), section("Flow tables"));
     assert_eq!(rows.len(), 2, "{text}");
+    let table: Vec<&str> = tables[1].split_whitespace().collect();
+    assert_eq!(table, ["1", "41", "1000", "4", "9"], "{text}");
     assert!(
         text.contains("6 passed over") && text.contains("1 reused although it may"),
         "{text}"
@@ -234,6 +240,11 @@ fn stat_ns_lists_each_worker_in_text_and_json() {
         (w["snat_skipped"].as_u64(), w["snat_time_wait"].as_u64()),
         (Some(3), Some(1))
     );
+    assert_eq!(
+        (&w["flows"], &w["flow_capacity"], &w["embryonic"]),
+        (&41.into(), &1000.into(), &4.into())
+    );
+    assert_eq!(w["flows_given_way"], 9);
     let cmds = ctl::grammar::parse_line("stat ns -format json").unwrap();
     assert!(matches!(
         cmds[0],

@@ -247,6 +247,9 @@ pub fn run(
             health: Arc::clone(&health),
             tables: Arc::clone(&tables),
         });
+        if let Some(n) = profile.flows.embryonic {
+            worker.set_embryonic_limit(n as usize);
+        }
         worker.share_drops(Arc::clone(&drops));
         worker.share_neighbours(Arc::clone(&neighbours));
         if let Some(rss) = &rss {

@@ -2,8 +2,13 @@
 //!
 //! Each flow is reachable by two keys: the client side (client → VIP) and the server side
 //! (service → SNIP:NAT port). Flows live in a slab; an open-addressing index (linear probing,
-//! backward-shift deletion) maps keys to slab slots. When the slab is full, new flows are
-//! refused; existing flows are never evicted early.
+//! backward-shift deletion) maps keys to slab slots.
+//!
+//! Under pressure, flows that are not established give way: when the slab is full, a new flow
+//! takes the slot of a closed or unanswered one (oldest first), and embryonic TCP flows (SYN
+//! seen, no answer) are counted so the worker can budget them apart. An established flow is
+//! never evicted: with none to give way, the new flow is refused.
+use std::collections::VecDeque;
 
 use std::net::Ipv4Addr;
 
@@ -183,14 +188,33 @@ impl Flow {
 
     /// When this flow expires if nothing more is seen.
     pub fn deadline(&self) -> u64 {
+        self.deadline_under(None)
+    }
+
+    /// [`Flow::deadline`], with embryonic flows held no longer than `embryonic_ms` when given
+    /// (the worker's budget of embryonic flows is running out).
+    pub fn deadline_under(&self, embryonic_ms: Option<u64>) -> u64 {
         let t = &self.timeouts;
         let idle = match self.proto {
             Proto::Tcp if self.tcp.is_closed() => t.closed,
             Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => t.half_closed,
-            Proto::Tcp if !self.tcp.server_answered => t.embryonic,
+            Proto::Tcp if !self.tcp.server_answered => {
+                embryonic_ms.map_or(t.embryonic, |cap| cap.min(t.embryonic))
+            }
             _ => t.idle,
         };
         self.last_seen.saturating_add(idle)
+    }
+
+    /// A TCP flow whose service has not answered the SYN yet.
+    pub fn is_embryonic(&self) -> bool {
+        self.proto == Proto::Tcp && !self.tcp.server_answered
+    }
+
+    /// Not established: never answered by its service, or a TCP connection that is over. Such
+    /// a flow may give way to a new one when the table is full.
+    pub fn gives_way(&self) -> bool {
+        !self.tcp.server_answered || (self.proto == Proto::Tcp && self.tcp.is_closed())
     }
 }
 
@@ -260,7 +284,33 @@ pub struct FlowTable {
     len: usize,
     /// Where the incremental expiry sweep continues.
     sweep: usize,
+    /// TCP flows whose service has not answered yet.
+    embryonic: usize,
+    /// Slots in the order their flows became embryonic, and in the order they became closed or
+    /// were created unanswered (UDP): who gives way first. An entry is checked when taken (the
+    /// flow may have been answered, or its slot reused since), so stale ones cost one look;
+    /// each queue is bounded by the capacity (the oldest entry makes room).
+    embryonic_order: VecDeque<u32>,
+    closed_order: VecDeque<u32>,
 }
+
+/// The queues [`FlowTable::give_way`] takes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveWay {
+    /// Embryonic flows only (the embryonic budget is spent).
+    Embryonic,
+    /// Closed or unanswered flows first, then embryonic ones (the table is full).
+    Any,
+}
+
+/// Entries [`FlowTable::give_way`] looks at before it gives up: stale entries are taken off
+/// for good, so the looks are paid once per entry pushed.
+const GIVE_WAY_LOOKS: usize = 64;
+
+/// Bytes a flow costs: its slot, two index buckets per key at most half full (four buckets
+/// per flow), and its entries in the give-way queues. `README.md` quotes it.
+pub const BYTES_PER_FLOW: usize =
+    std::mem::size_of::<Option<Flow>>() + 4 * std::mem::size_of::<Entry>() + 3 * 4;
 
 impl FlowTable {
     /// A table for `capacity` flows (both keys of each, at most half full).
@@ -281,7 +331,61 @@ impl FlowTable {
             mask: buckets - 1,
             len: 0,
             sweep: 0,
+            embryonic: 0,
+            embryonic_order: VecDeque::with_capacity(capacity),
+            closed_order: VecDeque::with_capacity(capacity),
         }
+    }
+
+    /// TCP flows whose service has not answered yet.
+    pub fn embryonic(&self) -> usize {
+        self.embryonic
+    }
+
+    /// Queues `slot` at the back, making room from the front: never a reallocation.
+    fn enqueue(queue: &mut VecDeque<u32>, slot: u32) {
+        if queue.len() == queue.capacity() {
+            queue.pop_front();
+        }
+        queue.push_back(slot);
+    }
+
+    /// The oldest flow that may give way to a new one, by `which` rule; its slot, for the
+    /// worker to retire. Never an established flow.
+    pub fn give_way(&mut self, which: GiveWay) -> Option<u32> {
+        let mut looks = GIVE_WAY_LOOKS;
+        let slots = &self.slots;
+        let mut take = |queue: &mut VecDeque<u32>, fits: fn(&Flow) -> bool| {
+            while looks > 0 {
+                looks -= 1;
+                let slot = queue.pop_front()?;
+                if slots.get(slot as usize)?.as_ref().is_some_and(fits) {
+                    return Some(slot);
+                }
+            }
+            None
+        };
+        match which {
+            GiveWay::Embryonic => take(&mut self.embryonic_order, Flow::is_embryonic),
+            GiveWay::Any => take(&mut self.closed_order, Flow::gives_way)
+                .or_else(|| take(&mut self.embryonic_order, Flow::is_embryonic)),
+        }
+    }
+
+    /// Follows a flow's TCP progress (see [`TcpProgress::update`]), keeping the embryonic
+    /// count and the give-way queues, and returns the flow.
+    #[inline]
+    pub fn progress(&mut self, slot: u32, side: Side, flags: TcpFlags) -> Option<&mut Flow> {
+        let flow = self.slots.get_mut(slot as usize)?.as_mut()?;
+        let (embryonic, closed) = (flow.is_embryonic(), flow.tcp.is_closed());
+        flow.tcp.update(side, flags);
+        if embryonic && !flow.is_embryonic() {
+            self.embryonic -= 1;
+        }
+        if !closed && flow.tcp.is_closed() && flow.proto == Proto::Tcp {
+            Self::enqueue(&mut self.closed_order, slot);
+        }
+        Some(flow)
     }
 
     pub fn len(&self) -> usize {
@@ -341,16 +445,18 @@ impl FlowTable {
         self.slots.get(slot as usize)?.as_ref()
     }
 
-    pub fn get_mut(&mut self, slot: u32) -> Option<&mut Flow> {
-        self.slots.get_mut(slot as usize)?.as_mut()
-    }
-
     pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
         let (ck, sk) = (flow.client_key(), flow.server_key());
         let (Err(ci), Err(_)) = (self.find(&ck), self.find(&sk)) else {
             return Err(InsertError::Duplicate);
         };
         let slot = self.free.pop().ok_or(InsertError::Full)?;
+        if flow.is_embryonic() {
+            self.embryonic += 1;
+            Self::enqueue(&mut self.embryonic_order, slot);
+        } else if flow.gives_way() {
+            Self::enqueue(&mut self.closed_order, slot);
+        }
         self.slots[slot as usize] = Some(flow);
         self.index[ci] = Entry {
             key: ck,
@@ -372,6 +478,9 @@ impl FlowTable {
     /// Removes a flow and returns it.
     pub fn remove(&mut self, slot: u32) -> Option<Flow> {
         let flow = self.slots.get_mut(slot as usize)?.take()?;
+        if flow.is_embryonic() {
+            self.embryonic -= 1;
+        }
         self.unindex(&flow.client_key());
         self.unindex(&flow.server_key());
         self.free.push(slot);
@@ -532,7 +641,8 @@ mod tests {
         let mut t = FlowTable::new(8);
         let a = t.insert(flow(1)).unwrap(); // embryonic: 10 ms
         let b = t.insert(flow(2)).unwrap();
-        t.get_mut(b).unwrap().tcp.update(
+        t.progress(
+            b,
             Side::Server,
             TcpFlags {
                 syn: true,
@@ -544,7 +654,8 @@ mod tests {
         t.expire(10, 8, |f| gone.push(f.client.1));
         assert_eq!(gone, [10_001]);
         assert!(t.get(a).is_none() && t.get(b).is_some());
-        t.get_mut(b).unwrap().tcp.update(
+        t.progress(
+            b,
             Side::Client,
             TcpFlags {
                 rst: true,
@@ -557,6 +668,108 @@ mod tests {
             2,
             "a reset flow lingers only the closed timeout (5 ms)"
         );
+    }
+
+    fn answered(t: &mut FlowTable, slot: u32) {
+        let synack = TcpFlags {
+            syn: true,
+            ack: true,
+            ..TcpFlags::default()
+        };
+        t.progress(slot, Side::Server, synack).unwrap();
+    }
+
+    fn reset(t: &mut FlowTable, slot: u32) {
+        let rst = TcpFlags {
+            rst: true,
+            ..TcpFlags::default()
+        };
+        t.progress(slot, Side::Client, rst).unwrap();
+    }
+
+    #[test]
+    fn the_oldest_embryonic_flow_gives_way_and_never_an_established_one() {
+        let mut t = FlowTable::new(8);
+        let slots: Vec<u32> = (0..4).map(|i| t.insert(flow(i)).unwrap()).collect();
+        assert_eq!(t.embryonic(), 4);
+        answered(&mut t, slots[0]);
+        answered(&mut t, slots[2]);
+        assert_eq!(t.embryonic(), 2);
+        assert_eq!(t.give_way(GiveWay::Embryonic), Some(slots[1]));
+        t.remove(slots[1]).unwrap();
+        assert_eq!(t.give_way(GiveWay::Embryonic), Some(slots[3]));
+        t.remove(slots[3]).unwrap();
+        assert_eq!(t.embryonic(), 0);
+        assert_eq!(t.give_way(GiveWay::Embryonic), None);
+        assert_eq!(t.give_way(GiveWay::Any), None, "both left are established");
+    }
+
+    #[test]
+    fn closed_flows_give_way_before_embryonic_ones() {
+        let mut t = FlowTable::new(8);
+        let slots: Vec<u32> = (0..3).map(|i| t.insert(flow(i)).unwrap()).collect();
+        answered(&mut t, slots[1]);
+        answered(&mut t, slots[2]);
+        reset(&mut t, slots[2]);
+        assert_eq!(t.give_way(GiveWay::Any), Some(slots[2]), "the closed one");
+        t.remove(slots[2]).unwrap();
+        assert_eq!(
+            t.give_way(GiveWay::Any),
+            Some(slots[0]),
+            "then the embryonic"
+        );
+    }
+
+    #[test]
+    fn a_reused_slot_is_not_taken_for_its_old_flow() {
+        let mut t = FlowTable::new(2);
+        let a = t.insert(flow(1)).unwrap();
+        t.remove(a).unwrap();
+        let b = t.insert(flow(2)).unwrap();
+        answered(&mut t, b);
+        assert_eq!(b, a, "the slot came back");
+        assert_eq!(t.give_way(GiveWay::Any), None);
+    }
+
+    #[test]
+    fn the_embryonic_count_and_give_way_stay_right_over_random_operations() {
+        let mut t = FlowTable::new(64);
+        let mut live: Vec<u32> = Vec::new();
+        let mut r = 7u64;
+        for n in 0..50_000u32 {
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let pick = (r >> 33) as usize;
+            match pick % 5 {
+                0 | 1 => {
+                    if let Ok(slot) = t.insert(flow((n % 20_000) as u16)) {
+                        live.push(slot);
+                    }
+                }
+                2 if !live.is_empty() => answered(&mut t, live[pick % live.len()]),
+                3 if !live.is_empty() => reset(&mut t, live[pick % live.len()]),
+                _ if !live.is_empty() => {
+                    let which = if pick.is_multiple_of(2) {
+                        GiveWay::Any
+                    } else {
+                        GiveWay::Embryonic
+                    };
+                    if let Some(slot) = t.give_way(which) {
+                        let f = t.get(slot).unwrap();
+                        assert!(f.gives_way(), "never an established flow");
+                        assert!(which == GiveWay::Any || f.is_embryonic());
+                        t.remove(slot).unwrap();
+                        live.retain(|s| *s != slot);
+                    }
+                }
+                _ => {}
+            }
+            let embryonic = live
+                .iter()
+                .filter(|s| t.get(**s).unwrap().is_embryonic())
+                .count();
+            assert_eq!(t.embryonic(), embryonic);
+            assert_eq!(t.len(), live.len());
+        }
     }
 
     #[test]

@@ -176,6 +176,37 @@ pub fn render(control: &Control) -> String {
         "SNAT ports for SYNs without timestamps: passed over (the service may hold the tuple in TIME_WAIT), reused although it may",
         snat,
     );
+    let (table, given_way) = (
+        Family::<WorkerLabels, Gauge>::default(),
+        Family::<WorkerLabels, Counter>::default(),
+    );
+    for (w, f) in control.drops.workers().iter().enumerate() {
+        let labels = |kind: &str| WorkerLabels {
+            worker: w.to_string(),
+            core: f.core.to_string(),
+            kind: kind.into(),
+        };
+        for (kind, n) in [
+            ("flows", f.flows),
+            ("capacity", f.flow_capacity),
+            ("embryonic", f.embryonic),
+        ] {
+            table.get_or_create(&labels(kind)).set(n as i64);
+        }
+        given_way
+            .get_or_create(&labels("given_way"))
+            .inc_by(f.flows_given_way);
+    }
+    registry.register(
+        "worker_flow_table",
+        "Flow table per worker: flows held, capacity, TCP flows not answered yet",
+        table,
+    );
+    registry.register(
+        "worker_flows_evicted",
+        "Half-open or closed flows that gave way to new ones (embryonic budget spent or table full)",
+        given_way,
+    );
     let probes = Family::<ResultLabels, Counter>::default();
     let (passed, failed) = control.health.probes();
     for (result, n) in [("passed", passed), ("failed", failed)] {

@@ -84,6 +84,11 @@ pub struct Umem {
 #[serde(deny_unknown_fields)]
 pub struct Flows {
     pub per_worker: u32,
+    /// Most half-open TCP flows a worker holds (default: a quarter of `per_worker`): past
+    /// it, the oldest half-open flow gives way to a new SYN, so a SYN flood cannot push the
+    /// established connections out of the table.
+    #[serde(default)]
+    pub embryonic: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -181,6 +186,14 @@ impl HwProfile {
         if self.flows.per_worker == 0 {
             return fail("flows.per_worker must be positive".into());
         }
+        if let Some(n) = self.flows.embryonic
+            && !(1..=self.flows.per_worker).contains(&n)
+        {
+            return fail(format!(
+                "flows.embryonic {n} must be from 1 to flows.per_worker ({})",
+                self.flows.per_worker
+            ));
+        }
         Ok(())
     }
 }
@@ -221,6 +234,14 @@ per_worker = 1048576
         assert!(e.to_string().contains("zero_copy"), "{e}");
         assert!(HwProfile::from_toml(&MINIMAL.replace("workers = [1]", "workers = []")).is_err());
         assert!(HwProfile::from_toml(&MINIMAL.replace("frames = 8192", "frames = 100")).is_err());
+        let flows = |extra: &str| HwProfile::from_toml(&format!("{MINIMAL}{extra}\n"));
+        assert_eq!(
+            flows("embryonic = 1000").unwrap().flows.embryonic,
+            Some(1000)
+        );
+        assert!(flows("embryonic = 0").is_err());
+        let e = flows("embryonic = 2000000").unwrap_err();
+        assert!(e.to_string().contains("flows.embryonic"), "{e}");
     }
 
     #[test]

@@ -189,10 +189,16 @@ pub struct WorkerFigures {
     /// SNAT ports passed over, and reused, for SYNs without timestamps (see `nat`).
     pub snat_skipped: u64,
     pub snat_time_wait: u64,
+    /// The flow table: flows held, its size, TCP flows not answered yet, and flows that gave
+    /// way to new ones (embryonic budget spent or table full).
+    pub flows: u64,
+    pub flow_capacity: u64,
+    pub embryonic: u64,
+    pub flows_given_way: u64,
 }
 
-/// Counts per worker besides the drops: rx, tx, handoff in, handoff out.
-const FIGURES: usize = 6;
+/// Counts per worker besides the drops, in [`WorkerFigures`]' order.
+pub const FIGURES: usize = 10;
 
 /// Every worker's drop counters and figures, published for `stat` (each worker writes only
 /// its own rows).
@@ -253,6 +259,10 @@ impl SharedDrops {
                     handoff_out: f(3),
                     snat_skipped: f(4),
                     snat_time_wait: f(5),
+                    flows: f(6),
+                    flow_capacity: f(7),
+                    embryonic: f(8),
+                    flows_given_way: f(9),
                     drops,
                 }
             })

@@ -292,17 +292,14 @@ fn icmp_echo_to_the_vip_is_answered() {
 #[test]
 fn every_drop_reason_is_counted() {
     let mut lab = Lab::new(CONFIG, 1);
-    // The table's one flow, so that the next new flow finds it full.
-    assert_eq!(
-        lab.run(&mut tcp(
-            CLIENT_MAC,
-            (CLIENT, 2),
-            (VIP, 80),
-            Flags::Syn,
-            b""
-        )),
-        Verdict::Tx { port: 0 }
-    );
+    // The table's one flow, established (a half-open one would give way to the next SYN),
+    // so that the next new flow finds the table full.
+    let mut syn = tcp(CLIENT_MAC, (CLIENT, 2), (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+    let (_, src, dst, _) = tcp_out(&syn);
+    let mac = backend_mac(dst.0.octets()[3] - 10);
+    let mut answer = tcp(mac, dst, src, Flags::SynAck, b"");
+    assert_eq!(lab.run(&mut answer), Verdict::Tx { port: 0 });
     let mut cases: Vec<(Vec<u8>, DropReason)> = vec![
         (vec![0u8; 10], DropReason::Truncated),
         (

@@ -38,7 +38,12 @@ fn round_robin_spreads_300_new_connections_evenly_and_udp_flows_too() {
         let n = count(&names, b);
         assert!((98..=102).contains(&n), "{b} got {n} of 300");
     }
-    // UDP: three datagrams from three source ports go to the three backends.
+    // UDP: three datagrams from three source ports go to the three backends, once the
+    // ping monitor has seen all three (`start` waited only for the HTTP vserver).
+    for u in ["u1", "u2", "u3"] {
+        let up = lab.wait_service_state(u, "UP", std::time::Duration::from_secs(15));
+        assert!(up.is_some(), "{u} never came UP");
+    }
     let mut answers: Vec<String> = (0..3).map(|_| lab.udp_ask(7, "hi")).collect();
     answers.sort();
     assert_eq!(answers, ["backend-1", "backend-2", "backend-3"]);

@@ -87,8 +87,9 @@ pub fn group(v: &GroupView) -> Value {
 }
 
 /// `stat ns -format json`: `{"workers": [{"core", "rx", "tx", "handoff_in", "handoff_out",
-/// "drops", "snat_skipped", "snat_time_wait"}]}` (SPEC §8, and the SNAT ports of SYNs
-/// without timestamps).
+/// "drops", "snat_skipped", "snat_time_wait", "flows", "flow_capacity", "embryonic",
+/// "flows_given_way"}]}` (SPEC §8, the SNAT ports of SYNs without timestamps, and the flow
+/// table).
 pub fn workers(rows: &[WorkerRow]) -> Value {
     let workers: Vec<Value> = rows
         .iter()
@@ -102,6 +103,10 @@ pub fn workers(rows: &[WorkerRow]) -> Value {
                 "drops": w.drops,
                 "snat_skipped": w.snat_skipped,
                 "snat_time_wait": w.snat_time_wait,
+                "flows": w.flows,
+                "flow_capacity": w.flow_capacity,
+                "embryonic": w.embryonic,
+                "flows_given_way": w.flows_given_way,
             })
         })
         .collect();

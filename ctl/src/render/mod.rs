@@ -122,6 +122,12 @@ pub struct WorkerRow {
     /// in TIME_WAIT), and ports reused although it may.
     pub snat_skipped: u64,
     pub snat_time_wait: u64,
+    /// The flow table: flows held, its size, TCP flows not answered yet, and flows that gave
+    /// way to new ones (embryonic budget spent or table full).
+    pub flows: u64,
+    pub flow_capacity: u64,
+    pub embryonic: u64,
+    pub flows_given_way: u64,
 }
 
 /// The engine's live state, as `show`/`stat` read it.

@@ -333,6 +333,16 @@ pub fn workers(rows: &[WorkerRow]) -> String {
             w.core, w.rx, w.tx, w.handoff_in, w.handoff_out, w.drops
         ));
     }
+    out.push_str(&format!(
+        "Flow tables\n\t{:<8}{:>12}{:>12}{:>12}{:>12}\n",
+        "worker", "flows", "capacity", "embryonic", "given way"
+    ));
+    for (i, w) in rows.iter().enumerate() {
+        out.push_str(&format!(
+            "\t{i:<8}{:>12}{:>12}{:>12}{:>12}\n",
+            w.flows, w.flow_capacity, w.embryonic, w.flows_given_way
+        ));
+    }
     let (skipped, reused) = rows.iter().fold((0, 0), |(s, r), w| {
         (s + w.snat_skipped, r + w.snat_time_wait)
     });

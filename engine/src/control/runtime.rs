@@ -81,6 +81,10 @@ impl Runtime for LiveRuntime<'_> {
                 drops: w.drops,
                 snat_skipped: w.snat_skipped,
                 snat_time_wait: w.snat_time_wait,
+                flows: w.flows,
+                flow_capacity: w.flow_capacity,
+                embryonic: w.embryonic,
+                flows_given_way: w.flows_given_way,
             })
             .collect()
     }

@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{Flow, FlowKey, InsertError, Side, TcpProgress};
+use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Side, TcpProgress};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
@@ -283,6 +283,7 @@ impl Worker {
         if ip.proto == Proto::Tcp && !opens_connection {
             return Err(DropReason::NoFlow);
         }
+        self.make_room(ip.proto == Proto::Tcp)?;
         let view = LiveView {
             tables: &self.tables,
             health: &self.health,
@@ -411,6 +412,30 @@ impl Worker {
         }
     }
 
+    /// Room for a new flow, before anything is chosen for it: past the embryonic budget the
+    /// oldest embryonic flow gives way to a new SYN; in a full table a closed or unanswered
+    /// flow does (oldest first), and with none the new flow is refused. Established flows are
+    /// never evicted.
+    fn make_room(&mut self, embryonic: bool) -> Result<(), DropReason> {
+        if embryonic
+            && self.flows.embryonic() >= self.embryonic_limit
+            && let Some(slot) = self.flows.give_way(GiveWay::Embryonic)
+        {
+            self.retire(slot);
+            self.stats.flows_given_way += 1;
+        }
+        if self.flows.len() < self.flows.capacity() {
+            return Ok(());
+        }
+        let slot = self
+            .flows
+            .give_way(GiveWay::Any)
+            .ok_or(DropReason::FlowTableFull)?;
+        self.retire(slot);
+        self.stats.flows_given_way += 1;
+        Ok(())
+    }
+
     fn forward(
         &mut self,
         now_ms: u64,
@@ -425,11 +450,11 @@ impl Worker {
         {
             return self.flush(frame, ip, slot, side);
         }
-        let Some(flow) = self.flows.get_mut(slot) else {
+        let Some(flow) = self.flows.progress(slot, side, ip.tcp) else {
             return Verdict::Drop(DropReason::NoFlow);
         };
         flow.last_seen = now_ms;
-        note_progress(&self.writer, flow, side, ip.tcp);
+        close_if_over(&self.writer, flow);
         if let Some(ms) = flow.tcp.response(side, ip.tcp, now_ms) {
             self.writer.response(flow.service, ms);
         }
@@ -463,10 +488,10 @@ impl Worker {
         Verdict::Tx { port }
     }
 
-    /// [`note_progress`] for the flow in `slot`.
+    /// Follows the TCP progress of the flow in `slot`.
     fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
-        if let Some(flow) = self.flows.get_mut(slot) {
-            note_progress(&self.writer, flow, side, flags);
+        if let Some(flow) = self.flows.progress(slot, side, flags) {
+            close_if_over(&self.writer, flow);
         }
     }
 
@@ -557,16 +582,10 @@ fn ts_base(now_ms: u64) -> u32 {
     (now_ms.wrapping_mul(4) as u32).wrapping_add(1)
 }
 
-/// Follows a flow's TCP progress. A closed connection is no longer an active transaction,
+/// After a flow's TCP progress: a closed connection is no longer an active transaction,
 /// though its entry lingers for the last ACK and retransmissions.
 #[inline]
-fn note_progress(
-    writer: &crate::counters::CoreWriter,
-    flow: &mut Flow,
-    side: Side,
-    flags: wire::TcpFlags,
-) {
-    flow.tcp.update(side, flags);
+fn close_if_over(writer: &crate::counters::CoreWriter, flow: &mut Flow) {
     if flow.active && flow.tcp.is_closed() {
         flow.active = false;
         writer.flow_closed(flow.service);

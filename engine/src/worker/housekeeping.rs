@@ -10,6 +10,7 @@ use super::flush::flush_due;
 use super::{SWEEP_BUDGET, Worker};
 
 const ARP_INTERVAL_MS: u64 = 1000;
+const EMBRYONIC_UNDER_PRESSURE_MS: u64 = 1000;
 
 impl Worker {
     /// Publishes this worker's drop counters there at every housekeeping call.
@@ -32,6 +33,10 @@ impl Worker {
                     s.handoff_out,
                     s.snat_skipped,
                     s.snat_time_wait,
+                    self.flows.len() as u64,
+                    self.flows.capacity() as u64,
+                    self.flows.embryonic() as u64,
+                    s.flows_given_way,
                 ],
             );
         }
@@ -48,16 +53,20 @@ impl Worker {
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
         flushed.clear();
+        // Half the embryonic budget spent: half-open flows get one second, not the embryonic
+        // timeout, so a SYN flood's flows leave as fast as they come.
+        let pressure = self.flows.embryonic() * 2 >= self.embryonic_limit;
+        let cap = pressure.then_some(EMBRYONIC_UNDER_PRESSURE_MS);
         self.flows.sweep(
             SWEEP_BUDGET,
-            |f| f.deadline() <= now_ms || flush_due(tables, health, now_ms, f.service),
+            |f| f.deadline_under(cap) <= now_ms || flush_due(tables, health, now_ms, f.service),
             |f| {
                 if f.active {
                     writer.flow_closed(f.service);
                 }
                 writer.flow_removed(f.service);
                 snat.release_after(f.pool, f.snip.1, f.service, f.last_seen);
-                if f.deadline() <= now_ms {
+                if f.deadline_under(cap) <= now_ms {
                     stats.flows_expired += 1;
                 } else {
                     stats.flows_flushed += 1;

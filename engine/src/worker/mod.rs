@@ -80,6 +80,9 @@ pub struct WorkerStats {
     /// the tuple in TIME_WAIT), and ports reused although it may (none was free of it).
     pub snat_skipped: u64,
     pub snat_time_wait: u64,
+    /// Flows that gave way to new ones: embryonic flows past the budget, closed or unanswered
+    /// flows in a full table.
+    pub flows_given_way: u64,
 }
 
 #[derive(Debug)]
@@ -91,6 +94,8 @@ pub struct Worker {
     tables: Arc<Tables>,
     pools: Vec<PoolState>,
     flows: FlowTable,
+    /// Embryonic TCP flows held before the oldest gives way to a new SYN.
+    embryonic_limit: usize,
     snat: Snat,
     neigh: NeighbourView,
     writer: CoreWriter,
@@ -110,6 +115,12 @@ pub struct Worker {
     workers: usize,
     /// Which of a service's SNIPs the next new flow tries first (they take turns).
     next_source: usize,
+}
+
+/// A quarter of the table: a SYN flood churns through that part, and the rest stays for
+/// connections that were answered.
+fn default_embryonic_limit(capacity: usize) -> usize {
+    (capacity / 4).max(1)
 }
 
 /// What a worker needs at creation.
@@ -135,6 +146,7 @@ impl Worker {
             tables: Arc::new(Tables::default()),
             pools: Vec::new(),
             flows: FlowTable::new(setup.flow_capacity),
+            embryonic_limit: default_embryonic_limit(setup.flow_capacity),
             snat: Snat::new(setup.id, setup.workers),
             neigh: NeighbourView::new(Arc::new(Neighbours::new(NEIGHBOURS))),
             writer: setup.writer,
@@ -165,6 +177,12 @@ impl Worker {
 
     pub fn flows(&self) -> &FlowTable {
         &self.flows
+    }
+
+    /// Embryonic TCP flows to hold before the oldest gives way to a new SYN (the profile's
+    /// `[flows] embryonic`; a quarter of the table unless set).
+    pub fn set_embryonic_limit(&mut self, limit: usize) {
+        self.embryonic_limit = limit.max(1);
     }
 
     pub fn ports(&self) -> usize {
