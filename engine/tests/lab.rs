@@ -46,7 +46,8 @@ fn round_robin_spreads_300_new_connections_evenly_and_udp_flows_too() {
     }
     let mut answers: Vec<String> = (0..3).map(|_| lab.udp_ask(7, "hi")).collect();
     answers.sort();
-    assert_eq!(answers, ["backend-1", "backend-2", "backend-3"]);
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    assert_eq!(answers, ["backend-1", "backend-2", "backend-3"], "{stat}");
     let summary = lab.stop();
     assert!(summary.contains("fulcrumd: stopped"), "{summary}");
     assert!(summary.contains("service s1:"), "{summary}");
@@ -2006,17 +2007,7 @@ fn generic_xdp_counts_the_aggregates_the_kernel_drops() {
     // xdp_mode = "skb" runs after GRO/TSO: a local sender's 64 KB segments do not fit a UMEM
     // frame and the kernel drops them. Nothing is lost silently: the daemon counts them.
     let mut lab = Lab::up("skb", 1);
-    let profile = lab.dir.join("skb.toml");
-    let lab_profile = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        &profile,
-        lab_profile.replace("xdp_mode = \"native\"", "xdp_mode = \"skb\""),
-    )
-    .unwrap();
-    lab.use_profile(&profile);
+    lab.use_lab_profile_with("skb.toml", "xdp_mode = \"native\"", "xdp_mode = \"skb\"");
     lab.start(&config("ROUNDROBIN"), 80);
     let link = std::process::Command::new("ip")
         .args(["-n", &lab.ns("lb"), "link", "show", "fl-lb0"])
@@ -2533,4 +2524,70 @@ fn systemd_hears_ready_once_the_vip_answers() {
     lab.stop();
     let n = systemd.recv(&mut buf).expect("STOPPING=1");
     assert_eq!(&buf[..n], b"STOPPING=1");
+}
+
+/// A full flow table refuses new connections without touching the established ones, and
+/// closed flows make room again (a profile of 1,000 flows; python3's sockets as the client).
+#[test]
+fn a_full_flow_table_keeps_its_established_connections_and_closed_ones_make_room() {
+    let mut lab = Lab::up("full", 3);
+    lab.use_lab_profile_with("small.toml", "per_worker = 1048576", "per_worker = 1000");
+    lab.start(&config("ROUNDROBIN"), 80);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/hold_connections.py");
+    let mut client = std::process::Command::new("ip")
+        .args(["netns", "exec", &lab.ns("cli"), "python3"])
+        .arg(&script)
+        .args([VIP, "80", "1500", "100", "500"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+        client.stdout.take().expect("piped"),
+    ));
+    let mut next = |what: &str| -> Vec<u64> {
+        let line = lines.next().and_then(Result::ok).unwrap_or_default();
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some(what), "{line:?}");
+        words.filter_map(|w| w.parse().ok()).collect()
+    };
+    let held = next("held");
+    assert_eq!(held, [1000, 500, 1000], "established, pending, answered");
+    let table = lab.ctl(&["stat", "ns", "-format", "json"]);
+    let text = String::from_utf8_lossy(&table.stdout).into_owned();
+    let figures: serde_json::Value = text
+        .lines()
+        .find_map(|l| serde_json::from_str(l.trim()).ok())
+        .unwrap_or_else(|| panic!("stat ns -format json: {text:?}"));
+    let w = &figures["workers"][0];
+    assert_eq!(
+        (&w["flows"], &w["flow_capacity"]),
+        (&1000.into(), &1000.into()),
+        "{text}"
+    );
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    let full: u64 = stat
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("flow table full"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(full >= 500, "every refused SYN is counted: {stat}");
+    use std::io::Write;
+    let mut stdin = client.stdin.take().expect("piped");
+    writeln!(stdin).unwrap();
+    let fresh = next("fresh");
+    assert_eq!(fresh, [500, 0, 500], "established, pending, answered");
+    assert!(client.wait().unwrap().success());
+    let after = lab.ctl(&["stat", "ns", "-format", "json"]);
+    let text = String::from_utf8_lossy(&after.stdout).into_owned();
+    let given_way = text
+        .lines()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .and_then(|v| v["workers"][0]["flows_given_way"].as_u64());
+    assert!(
+        given_way.is_some_and(|n| n > 0),
+        "closed flows gave way: {text}"
+    );
+    lab.stop();
 }

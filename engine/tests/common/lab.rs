@@ -135,6 +135,19 @@ impl Lab {
         self.profile = profile.to_owned();
     }
 
+    /// Runs fulcrumd from now on with `hw-profiles/lab-veth.toml` where `from` is replaced
+    /// by `to` (written as `name` in the lab's directory).
+    pub fn use_lab_profile_with(&mut self, name: &str, from: &str, to: &str) {
+        let lab_profile = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../hw-profiles/lab-veth.toml"),
+        )
+        .unwrap();
+        assert!(lab_profile.contains(from), "{from:?} not in lab-veth.toml");
+        let profile = self.dir.join(name);
+        std::fs::write(&profile, lab_profile.replace(from, to)).unwrap();
+        self.use_profile(&profile);
+    }
+
     /// The running fulcrumd's PID (`ip netns exec` execs it in place).
     pub fn daemon_pid(&self) -> Option<u32> {
         self.daemon.as_ref().map(|c| c.id())
