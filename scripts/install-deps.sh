@@ -17,7 +17,7 @@ set -euo pipefail
 #         user and group)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang man-db lintian systemd adduser
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng)
+          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng python3)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
