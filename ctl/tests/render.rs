@@ -63,6 +63,9 @@ impl Runtime for Fixed {
                 flow_capacity: 1000,
                 embryonic: 4,
                 flows_given_way: 9 * w as u64,
+                syn_cookies_sent: 5,
+                syn_cookies_valid: 2,
+                syn_cookies_failed: 1,
             })
             .collect()
     }
@@ -245,6 +248,14 @@ fn stat_ns_lists_each_worker_in_text_and_json() {
         (&41.into(), &1000.into(), &4.into())
     );
     assert_eq!(w["flows_given_way"], 9);
+    assert_eq!(
+        (&w["syn_cookies_sent"], &w["syn_cookies_valid"]),
+        (&5.into(), &2.into())
+    );
+    assert!(
+        text.contains("SYN cookies: 10 sent, 4 valid, 2 failed"),
+        "{text}"
+    );
     let cmds = ctl::grammar::parse_line("stat ns -format json").unwrap();
     assert!(matches!(
         cmds[0],

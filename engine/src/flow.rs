@@ -59,6 +59,9 @@ pub enum Side {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpProgress {
     pub server_answered: bool,
+    /// The client acknowledged the service's answer: the three-way handshake is complete.
+    /// (A spoofed SYN's service answers too, but nobody acknowledges it.)
+    pub client_acked: bool,
     pub client_fin: bool,
     pub server_fin: bool,
     pub reset: bool,
@@ -82,7 +85,10 @@ pub enum Timing {
 impl TcpProgress {
     pub fn update(&mut self, side: Side, flags: TcpFlags) {
         match side {
-            Side::Client => self.client_fin |= flags.fin,
+            Side::Client => {
+                self.client_fin |= flags.fin;
+                self.client_acked |= self.server_answered && flags.ack;
+            }
             Side::Server => {
                 self.server_answered = true;
                 self.server_fin |= flags.fin;
@@ -117,6 +123,11 @@ impl TcpProgress {
 
     pub fn is_closed(&self) -> bool {
         self.reset || (self.client_fin && self.server_fin)
+    }
+
+    /// The service answered and the client acknowledged it.
+    pub fn is_established(&self) -> bool {
+        self.server_answered && self.client_acked
     }
 }
 
@@ -163,6 +174,24 @@ pub struct Flow {
     /// holding the tuple in TIME_WAIT accepts the next SYN on it (RFC 7323 §5, PAWS).
     /// `None` when the client sent none.
     pub ts_shift: Option<u32>,
+    /// A connection the SYN proxy opened (SYN cookies): see [`Proxy`].
+    pub proxy: Proxy,
+}
+
+/// Where a connection opened by the SYN proxy stands. The client's handshake was with the
+/// engine (its SYN+ACK carried a cookie as sequence number); the service's is the engine's
+/// SYN. The two sides' sequence numbers differ by what the service chose minus the cookie.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Proxy {
+    /// An ordinary flow: the client's handshake went through to the service.
+    #[default]
+    Off,
+    /// The client's ACK proved `cookie`; the engine's SYN (with the client's ISN) to the
+    /// service awaits its answer.
+    AwaitingService { cookie: u32, client_isn: u32 },
+    /// Established on both sides: the service's sequence numbers minus the client's view of
+    /// them (subtracted toward the client, added to the client's acknowledgements).
+    Shifted(u32),
 }
 
 impl Flow {
@@ -198,7 +227,7 @@ impl Flow {
         let idle = match self.proto {
             Proto::Tcp if self.tcp.is_closed() => t.closed,
             Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => t.half_closed,
-            Proto::Tcp if !self.tcp.server_answered => {
+            Proto::Tcp if !self.tcp.is_established() => {
                 embryonic_ms.map_or(t.embryonic, |cap| cap.min(t.embryonic))
             }
             _ => t.idle,
@@ -206,15 +235,19 @@ impl Flow {
         self.last_seen.saturating_add(idle)
     }
 
-    /// A TCP flow whose service has not answered the SYN yet.
+    /// A TCP flow whose three-way handshake is not complete.
     pub fn is_embryonic(&self) -> bool {
-        self.proto == Proto::Tcp && !self.tcp.server_answered
+        self.proto == Proto::Tcp && !self.tcp.is_established()
     }
 
-    /// Not established: never answered by its service, or a TCP connection that is over. Such
-    /// a flow may give way to a new one when the table is full.
+    /// Not established: a TCP handshake not complete, a TCP connection that is over, a UDP
+    /// flow its service never answered. Such a flow may give way to a new one when the
+    /// table is full.
     pub fn gives_way(&self) -> bool {
-        !self.tcp.server_answered || (self.proto == Proto::Tcp && self.tcp.is_closed())
+        match self.proto {
+            Proto::Tcp => !self.tcp.is_established() || self.tcp.is_closed(),
+            _ => !self.tcp.server_answered,
+        }
     }
 }
 
@@ -311,8 +344,8 @@ const GIVE_WAY_LOOKS: usize = 64;
 /// per flow), and its entries in the give-way queues. `README.md` quotes it.
 pub const BYTES_PER_FLOW: usize =
     std::mem::size_of::<Option<Flow>>() + 4 * std::mem::size_of::<Entry>() + 3 * 4;
-// README.md ("Reliability") quotes 228 bytes: a million flows per worker in 240 MB.
-const _: () = assert!(BYTES_PER_FLOW <= 228, "update README.md's memory per flow");
+// README.md ("Reliability") quotes 244 bytes: a million flows per worker in 256 MB.
+const _: () = assert!(BYTES_PER_FLOW <= 244, "update README.md's memory per flow");
 
 impl FlowTable {
     /// A table for `capacity` flows (both keys of each, at most half full).
@@ -388,6 +421,13 @@ impl FlowTable {
             Self::enqueue(&mut self.closed_order, slot);
         }
         Some(flow)
+    }
+
+    /// Where the SYN proxy stands with the flow in `slot`.
+    pub fn set_proxy(&mut self, slot: u32, proxy: Proxy) {
+        if let Some(Some(f)) = self.slots.get_mut(slot as usize) {
+            f.proxy = proxy;
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -569,6 +609,7 @@ mod tests {
             },
             last_seen: 0,
             ts_shift: None,
+            proxy: Proxy::Off,
         }
     }
 
@@ -643,15 +684,7 @@ mod tests {
         let mut t = FlowTable::new(8);
         let a = t.insert(flow(1)).unwrap(); // embryonic: 10 ms
         let b = t.insert(flow(2)).unwrap();
-        t.progress(
-            b,
-            Side::Server,
-            TcpFlags {
-                syn: true,
-                ack: true,
-                ..TcpFlags::default()
-            },
-        );
+        answered(&mut t, b);
         let mut gone = Vec::new();
         t.expire(10, 8, |f| gone.push(f.client.1));
         assert_eq!(gone, [10_001]);
@@ -672,6 +705,7 @@ mod tests {
         );
     }
 
+    /// The service's SYN+ACK and the client's ACK.
     fn answered(t: &mut FlowTable, slot: u32) {
         let synack = TcpFlags {
             syn: true,
@@ -679,6 +713,11 @@ mod tests {
             ..TcpFlags::default()
         };
         t.progress(slot, Side::Server, synack).unwrap();
+        let ack = TcpFlags {
+            ack: true,
+            ..TcpFlags::default()
+        };
+        t.progress(slot, Side::Client, ack).unwrap();
     }
 
     fn reset(t: &mut FlowTable, slot: u32) {

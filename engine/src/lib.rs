@@ -72,6 +72,7 @@ pub mod profile;
 pub mod rates;
 pub mod replay;
 pub mod rss;
+pub mod syncookie;
 pub mod tables;
 pub mod verdict;
 pub mod wire;

@@ -176,8 +176,9 @@ pub fn render(control: &Control) -> String {
         "SNAT ports for SYNs without timestamps: passed over (the service may hold the tuple in TIME_WAIT), reused although it may",
         snat,
     );
-    let (table, given_way) = (
+    let (table, given_way, cookies) = (
         Family::<WorkerLabels, Gauge>::default(),
+        Family::<WorkerLabels, Counter>::default(),
         Family::<WorkerLabels, Counter>::default(),
     );
     for (w, f) in control.drops.workers().iter().enumerate() {
@@ -196,6 +197,13 @@ pub fn render(control: &Control) -> String {
         given_way
             .get_or_create(&labels("given_way"))
             .inc_by(f.flows_given_way);
+        for (kind, n) in [
+            ("sent", f.syn_cookies_sent),
+            ("valid", f.syn_cookies_valid),
+            ("failed", f.syn_cookies_failed),
+        ] {
+            cookies.get_or_create(&labels(kind)).inc_by(n);
+        }
     }
     registry.register(
         "worker_flow_table",
@@ -206,6 +214,11 @@ pub fn render(control: &Control) -> String {
         "worker_flows_evicted",
         "Half-open or closed flows that gave way to new ones (embryonic budget spent or table full)",
         given_way,
+    );
+    registry.register(
+        "worker_syn_cookies",
+        "SYN cookies: SYNs answered with one, ACKs that proved one, ACKs that did not",
+        cookies,
     );
     let probes = Family::<ResultLabels, Counter>::default();
     let (passed, failed) = control.health.probes();

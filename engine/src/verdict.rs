@@ -58,10 +58,13 @@ pub enum DropReason {
     KernelRxRingFull,
     /// Descriptors the kernel refused as invalid (RX or TX).
     KernelInvalidDescriptor,
+    /// From a client the SYN proxy accepted, before the service answered the engine's SYN
+    /// (the client sends it again).
+    AwaitingService,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 26] = [
+    pub const ALL: [DropReason; 27] = [
         Self::Truncated,
         Self::Malformed,
         Self::NotIpv4,
@@ -88,6 +91,7 @@ impl DropReason {
         Self::KernelNoFrame,
         Self::KernelRxRingFull,
         Self::KernelInvalidDescriptor,
+        Self::AwaitingService,
     ];
 
     pub fn index(self) -> usize {
@@ -124,6 +128,7 @@ impl fmt::Display for DropReason {
             Self::KernelNoFrame => "kernel: no frame to receive into, or too long",
             Self::KernelRxRingFull => "kernel: RX ring full",
             Self::KernelInvalidDescriptor => "kernel: invalid descriptor",
+            Self::AwaitingService => "SYN proxy: awaiting the service",
         })
     }
 }
@@ -195,10 +200,15 @@ pub struct WorkerFigures {
     pub flow_capacity: u64,
     pub embryonic: u64,
     pub flows_given_way: u64,
+    /// SYNs answered with a cookie; ACKs whose cookie proved the handshake; ACKs whose
+    /// cookie did not.
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_valid: u64,
+    pub syn_cookies_failed: u64,
 }
 
 /// Counts per worker besides the drops, in [`WorkerFigures`]' order.
-pub const FIGURES: usize = 10;
+pub const FIGURES: usize = 13;
 
 /// Every worker's drop counters and figures, published for `stat` (each worker writes only
 /// its own rows).
@@ -263,6 +273,9 @@ impl SharedDrops {
                     flow_capacity: f(7),
                     embryonic: f(8),
                     flows_given_way: f(9),
+                    syn_cookies_sent: f(10),
+                    syn_cookies_valid: f(11),
+                    syn_cookies_failed: f(12),
                     drops,
                 }
             })

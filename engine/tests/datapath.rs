@@ -300,6 +300,8 @@ fn every_drop_reason_is_counted() {
     let mac = backend_mac(dst.0.octets()[3] - 10);
     let mut answer = tcp(mac, dst, src, Flags::SynAck, b"");
     assert_eq!(lab.run(&mut answer), Verdict::Tx { port: 0 });
+    let mut ack = tcp(CLIENT_MAC, (CLIENT, 2), (VIP, 80), Flags::Ack, b"");
+    assert_eq!(lab.run(&mut ack), Verdict::Tx { port: 0 });
     let mut cases: Vec<(Vec<u8>, DropReason)> = vec![
         (vec![0u8; 10], DropReason::Truncated),
         (
@@ -642,7 +644,8 @@ fn sourceip_persistence_keeps_a_client_on_its_service() {
         "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN",
         "add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 2",
     );
-    let mut lab = Lab::new(&config, 64);
+    // Room for its unanswered SYNs below the SYN-cookie threshold (an eighth of the table).
+    let mut lab = Lab::new(&config, 1024);
     let service_of = |lab: &mut Lab, client: Ipv4Addr, port: u16| {
         let mut syn = tcp(CLIENT_MAC, (client, port), (VIP, 80), Flags::Syn, b"");
         assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
@@ -896,4 +899,195 @@ fn new_flows_take_turns_over_the_snips_of_the_subnet() {
         3,
         "{sources:?}"
     );
+}
+
+/// A TCP segment with the numbers given (and an MSS option on a SYN).
+fn segment(
+    smac: [u8; 6],
+    (src, dst): ((Ipv4Addr, u16), (Ipv4Addr, u16)),
+    (seq, ack): (u32, Option<u32>),
+    syn: bool,
+    payload: &[u8],
+) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(smac, LB_MAC)
+        .ipv4(src.0.octets(), dst.0.octets(), 64)
+        .tcp(src.1, dst.1, seq, 65535);
+    let b = if syn {
+        b.syn()
+            .options(&[etherparse::TcpOptionElement::MaximumSegmentSize(1460)])
+            .unwrap()
+    } else {
+        b
+    };
+    let b = match ack {
+        Some(n) => b.ack(n),
+        None => b,
+    };
+    let mut v = Vec::new();
+    b.write(&mut v, payload).unwrap();
+    v
+}
+
+/// The frames the worker built, each checked by [`tcp_out`], with their TCP headers.
+fn own_tcp_frames(lab: &mut Lab) -> Vec<(Segment, etherparse::TcpHeader)> {
+    let mut out = Vec::new();
+    lab.worker.drain_outbox(|_, f| out.push(f.to_vec()));
+    out.iter()
+        .map(|f| {
+            let l4 = 14 + usize::from(f[14] & 0xf) * 4;
+            let tcp = TcpHeaderSlice::from_slice(&f[l4..]).unwrap().to_header();
+            (tcp_out(f), tcp)
+        })
+        .collect()
+}
+
+#[test]
+fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers() {
+    let config = format!("{CONFIG}set lb parameter -synCookie ALWAYS\n");
+    let mut lab = Lab::new(&config, 64);
+    let (client, vip) = ((CLIENT, 40_000), (VIP, 80));
+    // The SYN is answered with a cookie, and leaves no flow.
+    let mut syn = segment(CLIENT_MAC, (client, vip), (5000, None), true, b"");
+    assert_eq!(lab.run(&mut syn), Verdict::Consumed);
+    assert!(lab.worker.flows().is_empty());
+    let out = own_tcp_frames(&mut lab);
+    assert_eq!(out.len(), 1);
+    let ((dmac, from, to, _), synack) = &out[0];
+    assert_eq!((*dmac, *from, *to), (CLIENT_MAC, vip, client));
+    assert!(synack.syn && synack.ack && !synack.rst);
+    assert_eq!(synack.acknowledgment_number, 5001);
+    assert_eq!(
+        synack.window_size, 0,
+        "no data before the service's side is open"
+    );
+    let cookie = synack.sequence_number;
+    // An ACK that proves no cookie opens nothing (and is reset).
+    let stranger = (CLIENT, 40_001);
+    let mut forged = segment(
+        CLIENT_MAC,
+        (stranger, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        b"",
+    );
+    assert_eq!(lab.run(&mut forged), Verdict::Drop(DropReason::NoFlow));
+    assert_eq!(lab.worker.stats.syn_cookies_failed, 1);
+    assert!(own_tcp_frames(&mut lab).iter().all(|(_, t)| t.rst));
+    // The client's ACK proves its cookie: the engine's SYN goes to a service, with the
+    // client's ISN and the MSS the cookie carried.
+    let mut ack = segment(
+        CLIENT_MAC,
+        (client, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        b"",
+    );
+    assert_eq!(lab.run(&mut ack), Verdict::Consumed);
+    assert_eq!(lab.worker.flows().len(), 1);
+    let out = own_tcp_frames(&mut lab);
+    assert_eq!(out.len(), 1);
+    let ((_, snat, service, _), service_syn) = &out[0];
+    assert_eq!(snat.0, SNIP);
+    assert!(service_syn.syn && !service_syn.ack);
+    assert_eq!(service_syn.sequence_number, 5000);
+    let mss: Vec<_> = service_syn.options.elements_iter().collect();
+    assert!(
+        matches!(
+            mss[..],
+            [Ok(etherparse::TcpOptionElement::MaximumSegmentSize(1460))]
+        ),
+        "{mss:?}"
+    );
+    // The client's request before the service answered waits (the client sends it again).
+    let mut early = segment(
+        CLIENT_MAC,
+        (client, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        b"GET",
+    );
+    assert_eq!(
+        lab.run(&mut early),
+        Verdict::Drop(DropReason::AwaitingService)
+    );
+    // ... and the engine asks the service again, in case its SYN was lost.
+    let again = own_tcp_frames(&mut lab);
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].0).2, *service);
+    assert!(again[0].1.syn && again[0].1.sequence_number == 5000);
+    // The service's SYN+ACK is answered here and joins the sides.
+    let mac = backend_mac(service.0.octets()[3] - 10);
+    let mut answer = segment(mac, (*service, *snat), (90_000, Some(5001)), true, b"");
+    assert_eq!(lab.run(&mut answer), Verdict::Consumed);
+    let out = own_tcp_frames(&mut lab);
+    let ((_, from, to, _), join) = &out[0];
+    assert_eq!((*from, *to), (*snat, *service));
+    assert!(join.ack && !join.syn);
+    // And the client hears that it may send, as much as the service's window.
+    assert_eq!(out.len(), 2);
+    let ((_, from, to, _), update) = &out[1];
+    assert_eq!((*from, *to), (vip, client));
+    assert!(update.ack && !update.syn);
+    assert_eq!(
+        (update.sequence_number, update.acknowledgment_number),
+        (cookie + 1, 5001)
+    );
+    assert_eq!(update.window_size, 65535);
+    assert_eq!(
+        (join.sequence_number, join.acknowledgment_number),
+        (5001, 90_001)
+    );
+    // From now on every segment is shifted: acknowledgements toward the service, sequence
+    // numbers toward the client (checksums verified by tcp_out).
+    let mut request = segment(
+        CLIENT_MAC,
+        (client, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        b"GET",
+    );
+    assert_eq!(lab.run(&mut request), Verdict::Tx { port: 0 });
+    let tcp = TcpHeaderSlice::from_slice(&request[34..]).unwrap();
+    assert_eq!(
+        (tcp.sequence_number(), tcp.acknowledgment_number()),
+        (5001, 90_001)
+    );
+    assert_eq!(tcp_out(&request).3, b"GET");
+    let mut reply = segment(mac, (*service, *snat), (90_001, Some(5004)), false, b"200");
+    assert_eq!(lab.run(&mut reply), Verdict::Tx { port: 0 });
+    let (_, from, to, payload) = tcp_out(&reply);
+    assert_eq!((from, to, payload), (vip, client, b"200".to_vec()));
+    let tcp = TcpHeaderSlice::from_slice(&reply[34..]).unwrap();
+    assert_eq!(
+        (tcp.sequence_number(), tcp.acknowledgment_number()),
+        (cookie + 1, 5004)
+    );
+    assert_eq!(
+        (
+            lab.worker.stats.syn_cookies_sent,
+            lab.worker.stats.syn_cookies_valid
+        ),
+        (1, 1)
+    );
+}
+
+#[test]
+fn syn_cookies_start_when_half_the_embryonic_budget_is_spent_unless_disabled() {
+    for (setting, cookies) in [
+        ("", true),
+        ("set lb parameter -synCookie DISABLED\n", false),
+    ] {
+        // 8 flows: an embryonic budget of 2, cookies from the first half-open flow on.
+        let mut lab = Lab::new(&format!("{CONFIG}{setting}"), 8);
+        let mut first = segment(CLIENT_MAC, ((CLIENT, 1), (VIP, 80)), (1, None), true, b"");
+        assert_eq!(lab.run(&mut first), Verdict::Tx { port: 0 });
+        let mut second = segment(CLIENT_MAC, ((CLIENT, 2), (VIP, 80)), (1, None), true, b"");
+        let expected = if cookies {
+            Verdict::Consumed
+        } else {
+            Verdict::Tx { port: 0 }
+        };
+        assert_eq!(lab.run(&mut second), expected, "{setting:?}");
+        assert_eq!(lab.worker.stats.syn_cookies_sent, u64::from(cookies));
+    }
 }

@@ -141,6 +141,11 @@ keywords! {
 }
 
 keywords! {
+    /// `set lb parameter -synCookie`: when the engine answers SYNs itself with SYN cookies.
+    pub enum SynCookie { Enabled = "ENABLED", Disabled = "DISABLED", Always = "ALWAYS" }
+}
+
+keywords! {
     /// `set lb parameter -lbHashAlgorithm`.
     pub enum HashAlgorithm { Default = "DEFAULT", Prac = "PRAC", Jarh = "JARH" }
 }
@@ -507,6 +512,7 @@ settings! {
         vserver_specific_mac: EnabledDisabled = EnabledDisabled::Disabled, "vServerSpecificMac", VserverSpecificMac, "MAC-mode vserver chains (stored; no effect)";
         lb_hash_algorithm: HashAlgorithm = HashAlgorithm::Default, "lbHashAlgorithm", LbHashAlgorithm, "Hash algorithm (stored; rendezvous hashing applies)";
         lb_hash_fingers: Bounded<1, 1024> = Bounded::new(256), "lbHashFingers", LbHashFingers, "PRAC/JARH fingers (stored; no effect)";
+        syn_cookie: SynCookie = SynCookie::Enabled, "synCookie", SynCookie, "SYN cookies: ENABLED under a SYN flood (half the embryonic budget spent), ALWAYS, or DISABLED";
     }
 }
 

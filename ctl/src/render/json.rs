@@ -88,8 +88,8 @@ pub fn group(v: &GroupView) -> Value {
 
 /// `stat ns -format json`: `{"workers": [{"core", "rx", "tx", "handoff_in", "handoff_out",
 /// "drops", "snat_skipped", "snat_time_wait", "flows", "flow_capacity", "embryonic",
-/// "flows_given_way"}]}` (SPEC §8, the SNAT ports of SYNs without timestamps, and the flow
-/// table).
+/// "flows_given_way", "syn_cookies_sent", "syn_cookies_valid", "syn_cookies_failed"}]}`
+/// (SPEC §8, the SNAT ports of SYNs without timestamps, the flow table, the SYN proxy).
 pub fn workers(rows: &[WorkerRow]) -> Value {
     let workers: Vec<Value> = rows
         .iter()
@@ -107,6 +107,9 @@ pub fn workers(rows: &[WorkerRow]) -> Value {
                 "flow_capacity": w.flow_capacity,
                 "embryonic": w.embryonic,
                 "flows_given_way": w.flows_given_way,
+                "syn_cookies_sent": w.syn_cookies_sent,
+                "syn_cookies_valid": w.syn_cookies_valid,
+                "syn_cookies_failed": w.syn_cookies_failed,
             })
         })
         .collect();

@@ -128,6 +128,11 @@ pub struct WorkerRow {
     pub flow_capacity: u64,
     pub embryonic: u64,
     pub flows_given_way: u64,
+    /// SYNs answered with a cookie; ACKs whose cookie proved the handshake; ACKs whose
+    /// cookie did not.
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_valid: u64,
+    pub syn_cookies_failed: u64,
 }
 
 /// The engine's live state, as `show`/`stat` read it.

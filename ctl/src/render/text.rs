@@ -343,6 +343,17 @@ pub fn workers(rows: &[WorkerRow]) -> String {
             w.flows, w.flow_capacity, w.embryonic, w.flows_given_way
         ));
     }
+    let cookies = rows.iter().fold([0; 3], |[s, v, f], w| {
+        [
+            s + w.syn_cookies_sent,
+            v + w.syn_cookies_valid,
+            f + w.syn_cookies_failed,
+        ]
+    });
+    out.push_str(&format!(
+        "SYN cookies: {} sent, {} valid, {} failed\n",
+        cookies[0], cookies[1], cookies[2]
+    ));
     let (skipped, reused) = rows.iter().fold((0, 0), |(s, r), w| {
         (s + w.snat_skipped, r + w.snat_time_wait)
     });

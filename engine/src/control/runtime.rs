@@ -85,6 +85,9 @@ impl Runtime for LiveRuntime<'_> {
                 flow_capacity: w.flow_capacity,
                 embryonic: w.embryonic,
                 flows_given_way: w.flows_given_way,
+                syn_cookies_sent: w.syn_cookies_sent,
+                syn_cookies_valid: w.syn_cookies_valid,
+                syn_cookies_failed: w.syn_cookies_failed,
             })
             .collect()
     }

@@ -25,7 +25,58 @@ pub fn tcp_rst(
         Some(_) => tcp::FLAG_RST | tcp::FLAG_ACK,
         None => tcp::FLAG_RST,
     };
-    tcp_control(buf, macs, (src, dst), (seq, ack.unwrap_or(0)), flags)
+    let segment = Segment {
+        numbers: (seq, ack.unwrap_or(0)),
+        flags,
+        window: NO_WINDOW,
+        mss: None,
+    };
+    tcp_control(buf, macs, (src, dst), segment)
+}
+
+/// A probe and a reset need no window; a zero one looks odd.
+const NO_WINDOW: u16 = 1024;
+
+/// Writes a SYN (`ack` None) or SYN+ACK from `src` to `dst` with `window`, offering `mss`
+/// and no other option (the SYN proxy's: window scaling, SACK and timestamps are not
+/// negotiated); returns the frame length.
+pub fn tcp_handshake(
+    buf: &mut [u8],
+    macs: (Mac, Mac),
+    addrs: ((Ipv4Addr, u16), (Ipv4Addr, u16)),
+    (seq, ack): (u32, Option<u32>),
+    window: u16,
+    mss: u16,
+) -> usize {
+    let flags = match ack {
+        Some(_) => tcp::FLAG_SYN | tcp::FLAG_ACK,
+        None => tcp::FLAG_SYN,
+    };
+    let segment = Segment {
+        numbers: (seq, ack.unwrap_or(0)),
+        flags,
+        window,
+        mss: Some(mss),
+    };
+    tcp_control(buf, macs, addrs, segment)
+}
+
+/// Writes a bare ACK from `src` to `dst` advertising `window`: the one that completes a
+/// handshake, or a window update.
+pub fn tcp_ack(
+    buf: &mut [u8],
+    macs: (Mac, Mac),
+    addrs: ((Ipv4Addr, u16), (Ipv4Addr, u16)),
+    numbers: (u32, u32),
+    window: u16,
+) -> usize {
+    let segment = Segment {
+        numbers,
+        flags: tcp::FLAG_ACK,
+        window,
+        mss: None,
+    };
+    tcp_control(buf, macs, addrs, segment)
 }
 
 /// Writes a bare ACK from `src` to `dst` whose sequence number (0) is almost surely outside
@@ -38,18 +89,33 @@ pub fn tcp_probe(
     src: (Ipv4Addr, u16),
     dst: (Ipv4Addr, u16),
 ) -> usize {
-    tcp_control(buf, macs, (src, dst), (0, 0), tcp::FLAG_ACK)
+    tcp_ack(buf, macs, (src, dst), (0, 0), NO_WINDOW)
 }
 
-/// A 20-byte TCP header without payload, in a minimum-size frame.
+/// What a control segment says.
+struct Segment {
+    /// Sequence and acknowledgement numbers.
+    numbers: (u32, u32),
+    flags: u8,
+    window: u16,
+    mss: Option<u16>,
+}
+
+/// A TCP header without payload (20 bytes, or 24 with an MSS option), in a minimum-size
+/// frame.
 fn tcp_control(
     buf: &mut [u8],
     (our_mac, peer_mac): (Mac, Mac),
     (src, dst): ((Ipv4Addr, u16), (Ipv4Addr, u16)),
-    (seq, ack): (u32, u32),
-    flags: u8,
+    Segment {
+        numbers: (seq, ack),
+        flags,
+        window,
+        mss,
+    }: Segment,
 ) -> usize {
-    const IP_LEN: usize = ipv4::MIN_HEADER_LEN + tcp::MIN_HEADER_LEN;
+    let tcp_len = tcp::MIN_HEADER_LEN + if mss.is_some() { 4 } else { 0 };
+    let ip_len = ipv4::MIN_HEADER_LEN + tcp_len;
     let Some(buf) = buf.get_mut(..MIN_FRAME) else {
         return 0;
     };
@@ -59,7 +125,7 @@ fn tcp_control(
     eth.set_dst_addr(peer_mac);
     eth.set_ethertype(ETHERTYPE_IPV4);
     let mut ip = Ipv4Packet::new_unchecked(&mut buf[ETH_LEN..]);
-    ip.set_header(IP_LEN as u16, Proto::Tcp.number(), 64);
+    ip.set_header(ip_len as u16, Proto::Tcp.number(), 64);
     ip.set_src_addr(src.0);
     ip.set_dst_addr(dst.0);
     ip.fill_checksum();
@@ -68,16 +134,15 @@ fn tcp_control(
     t.set_dst_port(dst.1);
     t.set_seq_number(seq);
     t.set_ack_number(ack);
-    t.set_header_len(tcp::MIN_HEADER_LEN);
+    t.set_header_len(tcp_len);
     t.set_flags(flags);
-    t.set_window_len(1024); // a probe and a reset need none, a zero one looks odd
-    let segment = t.into_inner();
-    let pseudo = checksum::pseudo_header(
-        src.0,
-        dst.0,
-        Proto::Tcp.number(),
-        tcp::MIN_HEADER_LEN as u16,
-    );
+    t.set_window_len(window);
+    let segment = &mut t.into_inner()[..tcp_len];
+    if let Some(mss) = mss {
+        let [hi, lo] = mss.to_be_bytes();
+        segment[tcp::MIN_HEADER_LEN..].copy_from_slice(&[tcp::OPTION_MSS, 4, hi, lo]);
+    }
+    let pseudo = checksum::pseudo_header(src.0, dst.0, Proto::Tcp.number(), tcp_len as u16);
     let sum = !checksum::fold(pseudo + checksum::sum(segment));
     TcpPacket::new_unchecked(segment).set_checksum(sum);
     MIN_FRAME

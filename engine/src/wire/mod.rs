@@ -28,16 +28,16 @@ mod udp;
 use std::net::Ipv4Addr;
 
 pub use arp::{ArpPacket, OPERATION_REPLY, OPERATION_REQUEST};
-pub use build::{arp_request, tcp_probe, tcp_rst};
+pub use build::{arp_request, tcp_ack, tcp_handshake, tcp_probe, tcp_rst};
 pub use checksum::checksum;
 pub use ethernet::{ETHERTYPE_ARP, ETHERTYPE_IPV4, EthernetFrame, HEADER_LEN as ETH_LEN};
 pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
 pub use parse::{Arp, Ipv4, Packet, TcpFlags, parse};
 pub use rewrite::{
-    TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target, complete_checksum,
-    echo_reply_in_place, readdress, rewrite, set_macs, shift_timestamp, src_mac, swap_macs,
-    tcp_numbers, tcp_tsval, transport_checksum,
+    Sequence, TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target,
+    complete_checksum, echo_reply_in_place, readdress, rewrite, set_macs, shift_sequence,
+    shift_timestamp, src_mac, swap_macs, tcp_mss, tcp_numbers, tcp_tsval, transport_checksum,
 };
 pub use tcp::TcpPacket;
 pub use udp::UdpPacket;

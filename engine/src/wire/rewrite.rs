@@ -274,6 +274,47 @@ pub fn shift_timestamp(frame: &mut [u8], p: &Ipv4, which: Timestamp, shift: u32)
     TcpPacket::new_unchecked(b).set_checksum(sum);
 }
 
+/// The MSS option of a TCP segment (a SYN's offer).
+pub fn tcp_mss(frame: &[u8], p: &Ipv4) -> Option<u16> {
+    if p.proto != Proto::Tcp {
+        return None;
+    }
+    TcpPacket::new_checked(frame.get(p.l4..)?).ok()?.mss()
+}
+
+/// Which number of a TCP segment [`shift_sequence`] moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sequence {
+    Seq,
+    Ack,
+}
+
+/// Adds `shift` (wrapping) to a TCP segment's sequence or acknowledgement number, adjusting
+/// its (complete) checksum: the SYN proxy's translation between the numbers its cookie gave
+/// the client and those the service chose.
+pub fn shift_sequence(frame: &mut [u8], p: &Ipv4, which: Sequence, shift: u32) {
+    if p.proto != Proto::Tcp {
+        return;
+    }
+    let Some(segment) = frame.get_mut(p.l4..) else {
+        return;
+    };
+    let Ok(mut tcp) = TcpPacket::new_checked(segment) else {
+        return;
+    };
+    let old = match which {
+        Sequence::Seq => tcp.seq_number(),
+        Sequence::Ack => tcp.ack_number(),
+    };
+    let new = old.wrapping_add(shift);
+    match which {
+        Sequence::Seq => tcp.set_seq_number(new),
+        Sequence::Ack => tcp.set_ack_number(new),
+    }
+    let sum = checksum::adjust(tcp.checksum(), &old.to_be_bytes(), &new.to_be_bytes());
+    tcp.set_checksum(sum);
+}
+
 /// A TCP segment's sequence and acknowledgement numbers and the sequence space it uses
 /// (payload, plus one each for SYN and FIN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +322,8 @@ pub struct TcpNumbers {
     pub seq: u32,
     pub ack: u32,
     pub len: u32,
+    /// The window it advertises (unscaled).
+    pub window: u16,
 }
 
 /// The numbers of the TCP segment `p` parsed from `frame` (`None` if it is not TCP).
@@ -295,6 +338,7 @@ pub fn tcp_numbers(frame: &[u8], p: &Ipv4) -> Option<TcpNumbers> {
         seq: tcp.seq_number(),
         ack: tcp.ack_number(),
         len: payload + u32::from(p.tcp.syn) + u32::from(p.tcp.fin),
+        window: tcp.window_len(),
     })
 }
 

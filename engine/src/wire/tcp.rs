@@ -18,10 +18,12 @@ mod field {
 }
 
 pub const MIN_HEADER_LEN: usize = field::MIN_HEADER_END;
+pub const FLAG_SYN: u8 = 0x02;
 pub const FLAG_RST: u8 = 0x04;
 pub const FLAG_ACK: u8 = 0x10;
 const OPTION_END: u8 = 0;
 const OPTION_NOP: u8 = 1;
+pub const OPTION_MSS: u8 = 2;
 const OPTION_TIMESTAMPS: u8 = 8;
 
 super::view!(
@@ -77,6 +79,10 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         self.buffer.as_ref()[field::FLAGS]
     }
 
+    pub fn window_len(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::WINDOW)
+    }
+
     pub fn checksum(&self) -> u16 {
         be16(self.buffer.as_ref(), field::CHECKSUM)
     }
@@ -84,6 +90,18 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Where the timestamps option's TSval starts (TSecr follows it), if the segment has the
     /// option (kind 8, length 10).
     pub fn timestamps_at(&self) -> Option<usize> {
+        self.option_at(OPTION_TIMESTAMPS, 10)
+    }
+
+    /// The maximum segment size a SYN offers (option kind 2).
+    pub fn mss(&self) -> Option<u16> {
+        let at = self.option_at(OPTION_MSS, 4)?;
+        let b = self.buffer.as_ref();
+        Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+    }
+
+    /// Where the value of option `kind` of length `want` starts, if the segment has it.
+    fn option_at(&self, want_kind: u8, want_len: usize) -> Option<usize> {
         let b = self.buffer.as_ref();
         let end = self.header_len().min(b.len());
         let mut at = field::MIN_HEADER_END;
@@ -96,7 +114,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
                     if len < 2 || at + len > end {
                         return None;
                     }
-                    if kind == OPTION_TIMESTAMPS && len == 10 {
+                    if kind == want_kind && len == want_len {
                         return Some(at + 2);
                     }
                     at += len;

@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Side, TcpProgress};
+use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, Side, TcpProgress};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
@@ -148,14 +148,17 @@ impl Worker {
                 let ip = &ips[i];
                 stage[i] = match self.flows.lookup(&flow_key(ip)) {
                     Some((slot, side)) => Stage::Forward(slot, side),
-                    None => match self.new_flow(now_ms, in_port, frames[i].bytes(), ip) {
-                        Ok(slot) => Stage::Forward(slot, Side::Client),
-                        Err(reason) => {
-                            if reason == DropReason::NoFlow {
-                                self.reset_unknown(in_port, frames[i].bytes(), ip);
+                    None => match self.syn_proxy(now_ms, in_port, frames[i].bytes(), ip) {
+                        Some(verdict) => Stage::Done(verdict),
+                        None => match self.new_flow(now_ms, in_port, frames[i].bytes(), ip, None) {
+                            Ok(slot) => Stage::Forward(slot, Side::Client),
+                            Err(reason) => {
+                                if reason == DropReason::NoFlow {
+                                    self.reset_unknown(in_port, frames[i].bytes(), ip);
+                                }
+                                Stage::Done(Verdict::Drop(reason))
                             }
-                            Stage::Done(Verdict::Drop(reason))
-                        }
+                        },
                     },
                 };
             }
@@ -263,12 +266,14 @@ impl Worker {
         Ok(vs)
     }
 
-    fn new_flow(
+    /// A flow for a client's SYN, or (`proxied`) for its ACK that proved a SYN cookie.
+    pub(super) fn new_flow(
         &mut self,
         now_ms: u64,
         in_port: usize,
         frame: &[u8],
         ip: &Ipv4,
+        proxied: Option<Proxy>,
     ) -> Result<u32, DropReason> {
         let vs = self
             .tables
@@ -280,7 +285,7 @@ impl Worker {
             return Err(DropReason::VserverDisabled);
         }
         let opens_connection = ip.tcp.syn && !ip.tcp.ack;
-        if ip.proto == Proto::Tcp && !opens_connection {
+        if ip.proto == Proto::Tcp && !opens_connection && proxied.is_none() {
             return Err(DropReason::NoFlow);
         }
         self.make_room(ip.proto == Proto::Tcp)?;
@@ -343,7 +348,8 @@ impl Worker {
             &svc.sources
         };
         self.next_source = self.next_source.wrapping_add(1);
-        let tsval = wire::tcp_tsval(frame, ip);
+        // A proxied connection has no timestamps: the engine's SYN+ACK offered none.
+        let tsval = wire::tcp_tsval(frame, ip).filter(|_| proxied.is_none());
         // A SYN without timestamps is accepted over the service's TIME_WAIT only by luck (its
         // sequence number above the old connection's): give it a tuple the service cannot
         // hold, where there is one among the oldest.
@@ -394,6 +400,7 @@ impl Worker {
             timeouts: svc.timeouts,
             last_seen: now_ms,
             ts_shift: tsval.map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
+            proxy: proxied.unwrap_or_default(),
         };
         match self.flows.insert(flow) {
             Ok(slot) => {
@@ -450,6 +457,9 @@ impl Worker {
         {
             return self.flush(frame, ip, slot, side);
         }
+        if let Some(verdict) = self.proxy_step(frame, ip, slot, side) {
+            return verdict;
+        }
         let Some(flow) = self.flows.progress(slot, side, ip.tcp) else {
             return Verdict::Drop(DropReason::NoFlow);
         };
@@ -469,12 +479,18 @@ impl Worker {
                 if let Some(shift) = flow.ts_shift {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Value, shift);
                 }
+                if let Proxy::Shifted(shift) = flow.proxy {
+                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, shift);
+                }
                 (n.port, n.mac)
             }
             Side::Server => {
                 wire::rewrite(frame, ip, flow.vip, flow.client, sum);
                 if let Some(shift) = flow.ts_shift {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, shift);
+                }
+                if let Proxy::Shifted(shift) = flow.proxy {
+                    wire::shift_sequence(frame, ip, wire::Sequence::Seq, shift.wrapping_neg());
                 }
                 (flow.client_port, flow.client_mac)
             }
@@ -489,7 +505,7 @@ impl Worker {
     }
 
     /// Follows the TCP progress of the flow in `slot`.
-    fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
+    pub(super) fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
         if let Some(flow) = self.flows.progress(slot, side, flags) {
             close_if_over(&self.writer, flow);
         }

@@ -16,10 +16,10 @@ use super::{OUTBOX, OwnFrame, Worker};
 /// uses on that side.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Leg {
-    port: usize,
-    mac: Mac,
-    ours: (Ipv4Addr, u16),
-    theirs: (Ipv4Addr, u16),
+    pub(super) port: usize,
+    pub(super) mac: Mac,
+    pub(super) ours: (Ipv4Addr, u16),
+    pub(super) theirs: (Ipv4Addr, u16),
 }
 
 /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
@@ -76,7 +76,7 @@ impl Worker {
 
     /// A flow's two sides: toward the client, and toward the service (when its next hop's
     /// MAC is known).
-    fn legs(&self, f: &Flow) -> (Leg, Option<Leg>) {
+    pub(super) fn legs(&self, f: &Flow) -> (Leg, Option<Leg>) {
         let client = Leg {
             port: f.client_port,
             mac: f.client_mac,
@@ -140,7 +140,11 @@ impl Worker {
 
     /// Queues a frame the engine builds toward one side of a flow (dropped when the outbox
     /// is full: the peer's next segment is answered then).
-    fn queue_frame(&mut self, leg: Leg, build: impl FnOnce(&mut [u8], (Mac, Mac), &Leg) -> usize) {
+    pub(super) fn queue_frame(
+        &mut self,
+        leg: Leg,
+        build: impl FnOnce(&mut [u8], (Mac, Mac), &Leg) -> usize,
+    ) {
         let Some(&our_mac) = self.macs.get(leg.port) else {
             return;
         };

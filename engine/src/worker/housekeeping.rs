@@ -37,6 +37,9 @@ impl Worker {
                     self.flows.capacity() as u64,
                     self.flows.embryonic() as u64,
                     s.flows_given_way,
+                    s.syn_cookies_sent,
+                    s.syn_cookies_valid,
+                    s.syn_cookies_failed,
                 ],
             );
         }

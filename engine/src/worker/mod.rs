@@ -23,6 +23,7 @@ mod monitor;
 pub mod port;
 pub mod run;
 pub mod steer;
+mod synproxy;
 mod view;
 pub mod waker;
 
@@ -51,7 +52,10 @@ const SWEEP_BUDGET: usize = 256;
 /// Neighbours a table holds.
 pub const NEIGHBOURS: usize = 4096;
 /// Most frames the worker originates (ARP requests, RSTs) between two drains.
-const OUTBOX: usize = 64;
+const OUTBOX: usize = 256;
+/// Outbox places SYN cookies leave free for everything else (a flood's cookies must not
+/// crowd out the frames that join real clients to their services).
+const OUTBOX_RESERVED: usize = 64;
 
 /// One frame the worker built itself (an ARP request, an RST), padded to the Ethernet
 /// minimum.
@@ -83,6 +87,11 @@ pub struct WorkerStats {
     /// Flows that gave way to new ones: embryonic flows past the budget, closed or unanswered
     /// flows in a full table.
     pub flows_given_way: u64,
+    /// SYNs answered with a cookie, ACKs whose cookie proved the handshake, and ACKs whose
+    /// cookie did not (while cookies were being sent).
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_valid: u64,
+    pub syn_cookies_failed: u64,
 }
 
 #[derive(Debug)]
@@ -115,6 +124,11 @@ pub struct Worker {
     workers: usize,
     /// Which of a service's SNIPs the next new flow tries first (they take turns).
     next_source: usize,
+    /// When this worker last answered a SYN with a cookie (seconds): until two cookie
+    /// lifetimes later, an ACK of no flow is checked for one.
+    last_cookie_s: Option<u64>,
+    /// SYN cookies under pressure go on until then (seconds).
+    cookies_until_s: u64,
 }
 
 /// A quarter of the table: a SYN flood churns through that part, and the rest stays for
@@ -162,6 +176,8 @@ impl Worker {
             steering: None,
             workers: setup.workers,
             next_source: 0,
+            last_cookie_s: None,
+            cookies_until_s: 0,
         };
         w.set_tables(setup.tables);
         w

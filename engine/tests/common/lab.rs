@@ -449,6 +449,26 @@ pub fn backend_number(curl_stdout: &[u8]) -> String {
 }
 
 impl Lab {
+    /// Downloads `/big.bin` (50 MB) through the VIP with curl and asserts it arrived exactly
+    /// as its backend serves it.
+    pub fn download_big_file_intact(&self) {
+        let down = self.dir.join("down.bin");
+        let out = self.client(&[
+            "curl",
+            "-s",
+            "-m",
+            "60",
+            "-D",
+            "-",
+            "-o",
+            down.to_str().unwrap(),
+            &format!("http://{}/big.bin", self.vip),
+        ]);
+        let backend = backend_number(&out.stdout);
+        assert!(!backend.is_empty(), "no X-Backend header");
+        self.assert_same_as_backend_file(&down, &backend);
+    }
+
     /// Asserts that `file` holds exactly the 50 MB file backend `number` serves.
     pub fn assert_same_as_backend_file(&self, file: &std::path::Path, number: &str) {
         let original = self.dir.join(format!("b{number}/html/big.bin"));

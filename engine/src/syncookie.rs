@@ -1,0 +1,111 @@
+//! SYN cookies: the initial sequence number of the SYN+ACK the engine answers a client's SYN
+//! with, made so that the client's ACK proves the handshake without any state kept for it.
+//!
+//! A cookie is 32 bits: a 5-bit time counter (64-second steps), a 3-bit index into
+//! [`MSS_STEPS`] (the MSS the client offered, rounded down), and 24 bits of a keyed hash
+//! (SipHash with the process's random keys) over the 4-tuple, the client's ISN and the full
+//! counter. A cookie is good for 64 to 128 seconds; a forged ACK passes with odds of 2^-24.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::net::Ipv4Addr;
+use std::sync::OnceLock;
+
+/// The MSS values a cookie can carry (the common ones: minimum, IPv6 tunnels, PPPoE,
+/// Ethernet, jumbo frames).
+pub const MSS_STEPS: [u16; 8] = [536, 1220, 1360, 1400, 1440, 1452, 1460, 8960];
+
+const STEP_S: u64 = 64;
+const HASH_BITS: u32 = 24;
+
+/// Client address and port, VIP and port.
+pub type Tuple = ((Ipv4Addr, u16), (Ipv4Addr, u16));
+
+/// The keys every worker shares: a client's ACK may be checked by another worker than the
+/// one that answered its SYN only when steering changed, but one set costs nothing.
+fn keys() -> &'static std::collections::hash_map::RandomState {
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    KEYS.get_or_init(std::collections::hash_map::RandomState::new)
+}
+
+fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
+    let mut h = keys().build_hasher();
+    tuple.hash(&mut h);
+    client_isn.hash(&mut h);
+    counter.hash(&mut h);
+    (h.finish() as u32) & ((1 << HASH_BITS) - 1)
+}
+
+/// The cookie for a SYN from `tuple.0` to `tuple.1` with sequence number `client_isn`,
+/// offering `mss` (none: 536).
+pub fn make(tuple: Tuple, client_isn: u32, mss: Option<u16>, now_s: u64) -> u32 {
+    let mss = mss.unwrap_or(536);
+    let index = MSS_STEPS.iter().rposition(|&m| m <= mss).unwrap_or(0) as u32;
+    let counter = now_s / STEP_S;
+    ((counter as u32 & 0x1f) << 27) | (index << HASH_BITS) | mac(tuple, client_isn, counter)
+}
+
+/// The MSS a cookie carries (whether or not it is good).
+pub fn mss_of(cookie: u32) -> u16 {
+    MSS_STEPS[((cookie >> HASH_BITS) & 0x7) as usize]
+}
+
+/// The MSS a cookie carries, if `cookie` (the client's ACK number minus one) is one this
+/// process made for `tuple` and `client_isn` (its sequence number minus one) within the
+/// last two steps.
+pub fn check(tuple: Tuple, client_isn: u32, cookie: u32, now_s: u64) -> Option<u16> {
+    let now = now_s / STEP_S;
+    let stamp = u64::from(cookie >> 27);
+    let counter = [Some(now), now.checked_sub(1)]
+        .into_iter()
+        .flatten()
+        .find(|c| c & 0x1f == stamp)?;
+    (mac(tuple, client_isn, counter) == cookie & ((1 << HASH_BITS) - 1)).then(|| mss_of(cookie))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TUPLE: Tuple = (
+        (Ipv4Addr::new(198, 18, 1, 5), 40_000),
+        (Ipv4Addr::new(198, 18, 0, 100), 80),
+    );
+
+    #[test]
+    fn a_cookie_proves_its_own_handshake_only() {
+        let c = make(TUPLE, 1000, Some(1460), 10_000);
+        assert_eq!(check(TUPLE, 1000, c, 10_000), Some(1460));
+        assert_eq!(check(TUPLE, 1000, c, 10_000 + 100), Some(1460), "next step");
+        assert_eq!(check(TUPLE, 1000, c, 10_000 + 200), None, "too old");
+        assert_eq!(check(TUPLE, 1001, c, 10_000), None, "another ISN");
+        let other = ((Ipv4Addr::new(198, 18, 1, 6), 40_000), TUPLE.1);
+        assert_eq!(check(other, 1000, c, 10_000), None, "another client");
+        assert_eq!(check(TUPLE, 1000, c ^ 1, 10_000), None, "a changed bit");
+    }
+
+    #[test]
+    fn the_mss_is_rounded_down_to_a_step() {
+        for (offered, carried) in [
+            (None, 536),
+            (Some(100), 536),
+            (Some(1459), 1452),
+            (Some(1460), 1460),
+            (Some(9000), 8960),
+        ] {
+            let c = make(TUPLE, 7, offered, 500);
+            assert_eq!(check(TUPLE, 7, c, 500), Some(carried), "{offered:?}");
+        }
+    }
+
+    #[test]
+    fn random_guesses_fail() {
+        let mut r = 99u64;
+        let passed = (0..100_000)
+            .filter(|_| {
+                r = r.wrapping_mul(6364136223846793005).wrapping_add(1);
+                check(TUPLE, 1000, (r >> 32) as u32, 10_000).is_some()
+            })
+            .count();
+        assert!(passed <= 2, "{passed} of 100,000 random cookies passed");
+    }
+}

@@ -1,0 +1,186 @@
+//! The SYN proxy: under a SYN flood (or always, by `set lb parameter -synCookie`) a worker
+//! answers a client's SYN to a VIP itself, with a SYN cookie as its sequence number, and
+//! keeps nothing. Only the client's ACK, proving the cookie, creates a flow; the engine then
+//! opens the service's connection with the client's own ISN and, once the service answers,
+//! shifts the sequence numbers between the two for the life of the flow (as DPVS's synproxy).
+//!
+//! The handshakes carry the MSS only: window scaling, SACK and timestamps are not
+//! negotiated on such connections (a window of at most 64 KB per round trip).
+
+use crate::flow::{Proxy, Side};
+use crate::syncookie;
+use crate::tables::SynCookies;
+use crate::verdict::{DropReason, Verdict};
+use crate::wire::{self, Ipv4, Proto};
+
+use super::flush::Leg;
+use super::{OUTBOX, OUTBOX_RESERVED, Worker};
+
+/// A cookie lives up to two steps of `syncookie`: ACKs are checked that long after the last.
+const COOKIE_ACKS_S: u64 = 128;
+/// Once a flood starts them, cookies go on this long after the pressure was last seen: a
+/// flood's SYNs would otherwise take every place its expired flows free.
+const COOKIE_HOLD_S: u64 = 10;
+
+impl Worker {
+    /// Cookies answer new SYNs: always, or from the moment half the embryonic budget is
+    /// spent until [`COOKIE_HOLD_S`] after it no longer is.
+    fn cookies_on(&mut self, now_s: u64) -> bool {
+        match self.tables.syn_cookies {
+            SynCookies::Always => true,
+            SynCookies::UnderPressure => {
+                if self.flows.embryonic() * 2 >= self.embryonic_limit {
+                    self.cookies_until_s = now_s + COOKIE_HOLD_S;
+                }
+                now_s < self.cookies_until_s
+            }
+            SynCookies::Off => false,
+        }
+    }
+
+    /// For a TCP frame of no flow to a VIP: a SYN answered with a cookie, or an ACK whose
+    /// cookie opens the flow. `None`: the ordinary path takes the frame.
+    pub(super) fn syn_proxy(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frame: &[u8],
+        ip: &Ipv4,
+    ) -> Option<Verdict> {
+        if ip.proto != Proto::Tcp || ip.tcp.rst {
+            return None;
+        }
+        let now_s = now_ms / 1000;
+        let vs = self.tables.vserver_for(ip.dst, ip.proto, ip.dst_port)?;
+        let tuple = ((ip.src, ip.src_port), (ip.dst, ip.dst_port));
+        let n = wire::tcp_numbers(frame, ip)?;
+        if ip.tcp.syn && !ip.tcp.ack {
+            if !self.cookies_on(now_s) || !self.tables.vservers[vs as usize].enabled {
+                return None;
+            }
+            if self.outbox.len() >= OUTBOX - OUTBOX_RESERVED {
+                return Some(Verdict::Drop(DropReason::TxFull)); // the client sends it again
+            }
+            let cookie = syncookie::make(tuple, n.seq, wire::tcp_mss(frame, ip), now_s);
+            let leg = Leg {
+                port: in_port,
+                mac: wire::src_mac(frame),
+                ours: tuple.1,
+                theirs: tuple.0,
+            };
+            let ack = n.seq.wrapping_add(1);
+            // A zero window: the client sends no data before the service's side is open (a
+            // window update then lets it), so none is lost meanwhile.
+            self.queue_frame(leg, |buf, macs, leg| {
+                let addrs = (leg.ours, leg.theirs);
+                wire::tcp_handshake(buf, macs, addrs, (cookie, Some(ack)), 0, 1460)
+            });
+            self.last_cookie_s = Some(now_s);
+            self.stats.syn_cookies_sent += 1;
+            return Some(Verdict::Consumed);
+        }
+        let recent = self
+            .last_cookie_s
+            .is_some_and(|t| now_s.saturating_sub(t) < COOKIE_ACKS_S);
+        if !ip.tcp.ack || ip.tcp.syn || ip.tcp.fin || !recent {
+            return None;
+        }
+        // The handshake's ACK is numbered ISN + 1; if it was lost, the client's zero-window
+        // probe (numbered one less, RFC 9293 §3.8.6.1) proves the cookie just as well.
+        let cookie = n.ack.wrapping_sub(1);
+        let Some((isn, mss)) = [n.seq.wrapping_sub(1), n.seq]
+            .into_iter()
+            .find_map(|isn| syncookie::check(tuple, isn, cookie, now_s).map(|mss| (isn, mss)))
+        else {
+            self.stats.syn_cookies_failed += 1;
+            return None;
+        };
+        self.stats.syn_cookies_valid += 1;
+        let proxy = Proxy::AwaitingService {
+            cookie,
+            client_isn: isn,
+        };
+        Some(
+            match self.new_flow(now_ms, in_port, frame, ip, Some(proxy)) {
+                Ok(slot) => {
+                    self.open_service_side(slot, isn, mss);
+                    // The ACK (and any data it carries, which the client sends again) is not
+                    // forwarded: the service has not seen a SYN yet.
+                    Verdict::Consumed
+                }
+                Err(reason) => {
+                    // No flow after all (no service UP, table full): the client learns at once.
+                    self.reset_unknown(in_port, frame, ip);
+                    Verdict::Drop(reason)
+                }
+            },
+        )
+    }
+
+    /// The engine's SYN to the service of a flow the proxy opened, with the client's ISN.
+    fn open_service_side(&mut self, slot: u32, client_isn: u32, mss: u16) {
+        let Some(flow) = self.flows.get(slot).copied() else {
+            return;
+        };
+        if let (_, Some(server)) = self.legs(&flow) {
+            self.queue_frame(server, |buf, macs, leg| {
+                let addrs = (leg.ours, leg.theirs);
+                wire::tcp_handshake(buf, macs, addrs, (client_isn, None), u16::MAX, mss)
+            });
+        }
+    }
+
+    /// A frame of a flow the proxy opened, before both sides are joined: the service's
+    /// SYN+ACK is answered here (and fixes the shift); anything else waits. `None` once
+    /// the flow is joined (the frame is forwarded, shifted).
+    pub(super) fn proxy_step(
+        &mut self,
+        frame: &[u8],
+        ip: &Ipv4,
+        slot: u32,
+        side: Side,
+    ) -> Option<Verdict> {
+        let flow = self.flows.get(slot)?;
+        let Proxy::AwaitingService { cookie, client_isn } = flow.proxy else {
+            return None;
+        };
+        let Some(n) = wire::tcp_numbers(frame, ip) else {
+            return Some(Verdict::Drop(DropReason::Malformed));
+        };
+        if side == Side::Client {
+            // The client asks again (its ACK, a window probe): so does the engine, in case
+            // its SYN or the service's answer was lost.
+            self.open_service_side(slot, client_isn, syncookie::mss_of(cookie));
+            return Some(Verdict::Drop(DropReason::AwaitingService));
+        }
+        let flow = *flow;
+        if ip.tcp.rst {
+            // Refused: the client gets the reset, numbered as its side expects.
+            let shift = n.seq.wrapping_sub(cookie.wrapping_add(1));
+            self.set_proxy(slot, Proxy::Shifted(shift));
+            return None;
+        }
+        if !(ip.tcp.syn && ip.tcp.ack) {
+            return Some(Verdict::Drop(DropReason::AwaitingService));
+        }
+        self.set_proxy(slot, Proxy::Shifted(n.seq.wrapping_sub(cookie)));
+        self.track(slot, Side::Server, ip.tcp);
+        let (client, server) = self.legs(&flow);
+        if let Some(server) = server {
+            let numbers = (n.ack, n.seq.wrapping_add(1));
+            self.queue_frame(server, |buf, macs, leg| {
+                wire::tcp_ack(buf, macs, (leg.ours, leg.theirs), numbers, u16::MAX)
+            });
+        }
+        // The client may send now, as much as the service's window takes.
+        let numbers = (cookie.wrapping_add(1), n.ack);
+        self.queue_frame(client, |buf, macs, leg| {
+            wire::tcp_ack(buf, macs, (leg.ours, leg.theirs), numbers, n.window)
+        });
+        Some(Verdict::Consumed)
+    }
+
+    fn set_proxy(&mut self, slot: u32, proxy: Proxy) {
+        self.flows.set_proxy(slot, proxy);
+    }
+}
