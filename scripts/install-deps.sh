@@ -42,3 +42,7 @@ for c in rustfmt clippy; do
 done
 # Crates are fetched by cargo from crates.io (Cargo.lock pins them).
 cargo fetch --locked -q
+# cargo-fuzz runs the fuzz targets (scripts/fuzz.sh); built from crates.io once.
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  cargo install cargo-fuzz --version 0.13.2 --locked -q
+fi

@@ -14,7 +14,7 @@
 //! * `watch` — what the daemon's loop looks at: vservers that went DOWN, the session count.
 
 mod drains;
-mod lines;
+pub mod lines;
 mod owned;
 mod publish;
 mod resolved;
