@@ -950,3 +950,37 @@ fn what_the_resolver_cannot_do_is_refused_by_name() {
         assert_eq!(c, base, "{line} changed the configuration");
     }
 }
+
+/// Found by the `command_apply` fuzz target: monitors are found ignoring case, and a change
+/// made through another spelling of the name used to panic where it was stored back.
+#[test]
+fn a_monitor_named_in_another_case_is_changed_not_a_panic() {
+    let mut c = config_of(&[
+        "add lb metricTable load-table",
+        "bind lb metricTable load-table memory 1.3.6.1.4.1.99999.2.0",
+        "add lb monitor Load-Mon LOAD -metricTable load-table",
+    ]);
+    for line in [
+        "bind lb monitor LOAD-MON -metric memory -metricThreshold 100 -metricWeight 1",
+        "set lb monitor load-mon LOAD -interval 7",
+        "unset lb monitor LOAD-mon LOAD -interval",
+        "unbind lb monitor load-MON -metric memory",
+        "bind lb monitor load-mon -metric memory -metricThreshold 50",
+    ] {
+        run(&mut c, line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    }
+    let m = c.monitor("monitorName", "Load-Mon").unwrap();
+    assert_eq!(
+        m.name.as_str(),
+        "Load-Mon",
+        "the configuration's own spelling"
+    );
+    assert_eq!(m.metrics.len(), 1);
+    assert_eq!(m.metrics[0].threshold, 50);
+    let spellings = c
+        .monitors
+        .keys()
+        .filter(|k| k.eq_ignore_ascii_case("load-mon"))
+        .count();
+    assert_eq!(spellings, 1, "no second monitor under another spelling");
+}

@@ -37,7 +37,7 @@ impl Config {
                 let mut monitor = self.typed_monitor(name, Some(*monitor_type))?.clone();
                 monitor.settings = monitor.settings.clone().with(settings);
                 self.check_monitor(&monitor, settings)?;
-                self.monitors[name.as_str()] = monitor;
+                self.replace_monitor(monitor);
             }
             MonitorCmd::Unset {
                 name,
@@ -49,7 +49,7 @@ impl Config {
                     monitor.settings.reset(*k);
                 }
                 self.check_monitor(&monitor, &[])?;
-                self.monitors[name.as_str()] = monitor;
+                self.replace_monitor(monitor);
             }
             MonitorCmd::Rm { name, monitor_type } => {
                 let monitor = self.typed_monitor(name, *monitor_type)?;
@@ -129,6 +129,7 @@ impl Config {
                 weight,
             } => {
                 let m = self.monitor("monitorName", monitor.as_str())?;
+                let key = m.name.clone();
                 let table = self.load_monitor_table(m)?;
                 if !table.metrics.iter().any(|(n, _)| n == metric) {
                     return Err(CliError::arg_value(
@@ -149,10 +150,13 @@ impl Config {
                     threshold: *threshold,
                     weight: *weight,
                 };
-                self.monitors[monitor.as_str()].metrics.push(binding);
+                if let Some(m) = self.monitors.get_mut(key.as_str()) {
+                    m.metrics.push(binding);
+                }
             }
             MonitorCmd::UnbindMetric { monitor, metric } => {
                 let m = self.monitor("monitorName", monitor.as_str())?;
+                let key = m.name.clone();
                 let i = m
                     .metrics
                     .iter()
@@ -160,7 +164,9 @@ impl Config {
                     .ok_or_else(|| {
                         CliError::arg_value(ErrorKind::ResourceNotBound, "metric", metric.as_str())
                     })?;
-                self.monitors[monitor.as_str()].metrics.remove(i);
+                if let Some(m) = self.monitors.get_mut(key.as_str()) {
+                    m.metrics.remove(i);
+                }
             }
             MonitorCmd::Enable { service, monitor } | MonitorCmd::Disable { service, monitor } => {
                 let enable = matches!(cmd, MonitorCmd::Enable { .. });
@@ -173,6 +179,14 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Puts a changed monitor back under its own spelling (the command may have named it in
+    /// another case: names are found ignoring case).
+    fn replace_monitor(&mut self, monitor: Monitor) {
+        if let Some(slot) = self.monitors.get_mut(monitor.name.as_str()) {
+            *slot = monitor;
+        }
     }
 
     fn typed_monitor(&self, name: &Name, monitor_type: Option<MonitorType>) -> Result<&Monitor> {
