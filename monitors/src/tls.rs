@@ -107,15 +107,7 @@ impl TlsStream {
                 Ok(n) if n > 0 => n,
                 _ => break,
             };
-            // An empty slice would tell rustls the peer closed: only hand over real bytes.
-            let mut ciphertext = &buf[..n];
-            while !ciphertext.is_empty() {
-                self.conn
-                    .read_tls(&mut ciphertext)
-                    .map_err(|e| rustls::Error::General(e.to_string()))?;
-                self.conn.process_new_packets()?;
-                self.take_plaintext();
-            }
+            self.receive(&buf[..n])?;
         }
         while self.conn.wants_write() {
             self.conn
@@ -125,6 +117,19 @@ impl TlsStream {
         if !self.outgoing.is_empty() {
             let sent = socket.send_slice(&self.outgoing).unwrap_or(0);
             self.outgoing.drain(..sent);
+        }
+        Ok(())
+    }
+
+    /// Hands the server's `ciphertext` (not empty: an empty read tells rustls the peer
+    /// closed) to the session, keeping the plaintext it yields.
+    pub fn receive(&mut self, mut ciphertext: &[u8]) -> Result<(), rustls::Error> {
+        while !ciphertext.is_empty() {
+            self.conn
+                .read_tls(&mut ciphertext)
+                .map_err(|e| rustls::Error::General(e.to_string()))?;
+            self.conn.process_new_packets()?;
+            self.take_plaintext();
         }
         Ok(())
     }

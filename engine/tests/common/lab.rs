@@ -252,14 +252,18 @@ impl Lab {
             .unwrap()
     }
 
-    /// One datagram to the VIP's `port` from a fresh source port; the first answer, or "" after
-    /// 3 s. (socat's client gives up 0.5 s after its stdin ends, too soon on a busy
+    /// One datagram to the VIP's `port` from a fresh source port (sent again once after 3 s
+    /// without an answer); the first answer, or "" after 6 s. (socat's client gives up 0.5 s after its stdin ends, too soon on a busy
     /// machine where the backend forks a shell per datagram; `head`, not bash's `read`,
     /// because `read` takes one byte per receive and a datagram is gone after one.)
     pub fn udp_ask(&self, port: u16, text: &str) -> String {
         let vip = self.vip;
-        let script =
-            format!("exec 3<>/dev/udp/{vip}/{port} && echo {text} >&3 && timeout 3 head -n1 <&3");
+        // Like any UDP client (a resolver, say), it asks again once on the same socket if no
+        // answer came: same flow, same service.
+        let script = format!(
+            "exec 3<>/dev/udp/{vip}/{port} && echo {text} >&3 && \
+             {{ timeout 3 head -n1 <&3 || {{ echo {text} >&3 && timeout 3 head -n1 <&3; }}; }}"
+        );
         let out = self.client(&["bash", "-c", &script]);
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
