@@ -181,7 +181,9 @@ up() {
     ip netns exec "$b" nginx -e "$dir/b$i/error.log" -c "$dir/b$i/nginx.conf" -g 'daemon off;' \
       > "$dir/b$i/nginx.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
-    ip netns exec "$b" socat -T2 "UDP4-RECVFROM:7,bind=198.18.0.$((10 + i)),fork" SYSTEM:"echo backend-$i" \
+    # The child reads the datagram before answering: socat writes it to the command's stdin,
+    # and a command gone before that write makes socat exit on EPIPE without the answer.
+    ip netns exec "$b" socat -T2 "UDP4-RECVFROM:7,bind=198.18.0.$((10 + i)),fork" SYSTEM:"head -c 1 >/dev/null; echo backend-$i" \
       > "$dir/b$i/socat.out" 2>&1 < /dev/null &
     echo $! >> "$dir/pids"
     ip netns exec "$b" dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
