@@ -24,6 +24,7 @@ pub enum Command {
     LbMonitor(MonitorCmd),
     LbMetricTable(MetricTableCmd),
     LbParameter(ParameterCmd),
+    SystemUser(SystemUserCmd),
     /// `enable ns mode …` / `disable ns mode …`.
     NsMode {
         enable: bool,
@@ -368,6 +369,53 @@ impl Command {
             Self::SaveNsConfig | Self::Show { .. } | Self::Stat { .. } | Self::Help { .. }
         )
     }
+}
+
+/// A password as typed: in clear (hashed when applied), or a hash given with `-encrypted`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Password {
+    Plain(String),
+    Encrypted(crate::conf::users::PasswordHash),
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plain(_) => "Password::Plain(…)",
+            Self::Encrypted(_) => "Password::Encrypted(…)",
+        })
+    }
+}
+
+/// `system user`: the management API's users and their command policies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SystemUserCmd {
+    Add {
+        name: Name,
+        password: Password,
+        settings: Vec<crate::conf::users::SystemUserSetting>,
+    },
+    Set {
+        name: Name,
+        password: Option<Password>,
+        settings: Vec<crate::conf::users::SystemUserSetting>,
+    },
+    Unset {
+        name: Name,
+        keys: Vec<crate::conf::users::SystemUserKey>,
+    },
+    Rm {
+        name: Name,
+    },
+    Bind {
+        name: Name,
+        policy: crate::conf::users::CommandPolicy,
+        priority: u32,
+    },
+    Unbind {
+        name: Name,
+        policy: crate::conf::users::CommandPolicy,
+    },
 }
 
 /// The weight a metric binding takes when `-metricWeight` is absent.

@@ -59,17 +59,42 @@ impl ErrorKind {
         }
     }
 
-    /// NITRO error code (the same numbers NetScaler's API returns), for `-format json`.
+    /// NITRO error code: the number NetScaler's API returns for the same situation
+    /// (NetScaler 12.1's code tables, `reference/nitro.md` §3.4).
     pub const fn code(self) -> u32 {
         match self {
             Self::NoSuchResource => 258,
-            Self::ResourceAlreadyExists => 273,
+            Self::ResourceAlreadyExists | Self::ResourceAlreadyBound => 273,
+            Self::AddressInUse => 304,
+            Self::ResourceInUse => 315,
+            Self::NoSuchCommand | Self::AmbiguousKeyword => 1088,
+            Self::NoSuchArgument => 1090,
+            Self::RequiredArgumentMissing => 1095,
+            Self::InvalidArgumentValue | Self::ValueOutOfRange => 1097,
+            Self::TypeMismatch => 1304,
             Self::DefaultMonitorUnbind => 2164,
+            Self::BuiltinMonitor => 2132,
             Self::ResourceNotBound => 2170,
-            Self::NoSuchCommand | Self::AmbiguousKeyword => 1232,
-            Self::RequiredArgumentMissing => 1093,
+            Self::NotSupported => 1067,
             _ => 278,
         }
+    }
+
+    /// Whether the request was wrong in itself (HTTP 400 in NITRO) rather than refused by
+    /// the configuration's state (404, 409, 599).
+    pub const fn is_bad_request(self) -> bool {
+        matches!(
+            self,
+            Self::NoSuchCommand
+                | Self::AmbiguousKeyword
+                | Self::NoSuchArgument
+                | Self::DuplicateArgument
+                | Self::RequiredArgumentMissing
+                | Self::InvalidArgumentValue
+                | Self::ValueOutOfRange
+                | Self::UnterminatedQuote
+                | Self::BadRange
+        )
     }
 }
 

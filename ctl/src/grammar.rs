@@ -58,6 +58,7 @@ pub enum Object {
     NsVersion,
     /// `show ns events`: the daemon's recent events.
     NsEvents,
+    SystemUser,
 }
 
 /// The words that name each object; several spellings may name one object.
@@ -82,6 +83,7 @@ const OBJECT_WORDS: &[(&[&str], Object)] = &[
     (&["ns", "version"], Object::NsVersion),
     (&["ns", "events"], Object::NsEvents),
     (&["ns"], Object::Ns),
+    (&["system", "user"], Object::SystemUser),
 ];
 
 impl Object {
@@ -290,8 +292,62 @@ settings! {
     }
 }
 
+settings! {
+    /// `add system user <name> <hash> -encrypted`: the password is a hash already.
+    pub struct EncryptedOpt / EncryptedSetting / EncryptedKey {
+        encrypted: bool = false, "encrypted", Encrypted, "The password is a crypt(3) hash (as `save` writes it)";
+    }
+}
+
+settings! {
+    /// `set system user <name> -password <p>`.
+    pub struct PasswordOpt / PasswordSetting / PasswordKey {
+        password: Option<crate::value::Text> = None, "password", Password, "New password";
+    }
+}
+
+const SYSTEM_USER_ADD: &[PosSpec] = &[
+    req::<Name>("userName"),
+    req::<crate::value::Text>("password"),
+];
+const SYSTEM_USER_SET: &[PosSpec] = &[
+    req::<Name>("userName"),
+    opt::<crate::value::Text>("password"),
+];
+const SYSTEM_USER_BIND: &[PosSpec] = &[
+    req::<Name>("userName"),
+    req::<crate::conf::users::CommandPolicy>("policyName"),
+    req::<Bounded<0, 4_294_967_295>>("priority"),
+];
+
+/// The password of `add system user`: in clear, or a hash with `-encrypted`.
+fn given_password(a: &Args) -> Result<crate::command::Password> {
+    let text: crate::value::Text = a.pos(1)?;
+    if EncryptedOpt::default()
+        .with(&a.settings::<EncryptedOpt>()?)
+        .encrypted
+    {
+        return crate::conf::users::PasswordHash::stored(&text.0)
+            .map(crate::command::Password::Encrypted);
+    }
+    Ok(crate::command::Password::Plain(text.0))
+}
+
+/// The new password of `set system user`: positional, or `-password`.
+fn new_password(a: &Args) -> Result<Option<crate::command::Password>> {
+    let positional: Option<crate::value::Text> = a.pos_opt(1)?;
+    let option = PasswordOpt::default()
+        .with(&a.settings::<PasswordOpt>()?)
+        .password;
+    match (positional, option) {
+        (Some(_), Some(_)) => Err(CliError::arg(ErrorKind::DuplicateArgument, "-password")),
+        (p, o) => Ok(p.or(o).map(|t| crate::command::Password::Plain(t.0))),
+    }
+}
+
 const NONE: &[&[OptSpec]] = &[];
 const NAME: &[PosSpec] = &[req::<Name>("name")];
+const NAME_USER: &[PosSpec] = &[req::<Name>("userName")];
 const RENAME: &[PosSpec] = &[req::<Name>("name"), req::<Name>("newName")];
 const SHOW_NAME: &[PosSpec] = &[opt::<Name>("name")];
 const OUTPUT: &[&[OptSpec]] = &[OutputOpts::OPTIONS];
@@ -654,6 +710,25 @@ pub static COMMANDS: &[CommandSpec] = &[
         }
         Ok(Command::ClearNsConfig { level: a.pos(0)? })
     }),
+    // system user
+    cmd!(Add SystemUser, SYSTEM_USER_ADD, &[EncryptedOpt::OPTIONS, crate::conf::users::SystemUserSettings::OPTIONS],
+        "Add a user of the management API (NITRO); bind a command policy to let it in",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Add { name: a.pos(0)?, password: given_password(a)?, settings: a.settings::<crate::conf::users::SystemUserSettings>()? }))),
+    cmd!(Set SystemUser, SYSTEM_USER_SET, &[PasswordOpt::OPTIONS, crate::conf::users::SystemUserSettings::OPTIONS],
+        "Change a user's password or options",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Set { name: a.pos(0)?, password: new_password(a)?, settings: a.settings::<crate::conf::users::SystemUserSettings>()? }))),
+    cmd!(unset SystemUser, NAME_USER, &[crate::conf::users::SystemUserSettings::OPTIONS], "Return a user's options to their defaults",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Unset { name: a.pos(0)?, keys: a.keys::<crate::conf::users::SystemUserSettings>()? }))),
+    cmd!(Rm SystemUser, NAME_USER, NONE, "Remove a user (its sessions end)",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Rm { name: a.pos(0)? }))),
+    cmd!(Bind SystemUser, SYSTEM_USER_BIND, NONE,
+        "Give a user a command policy: superuser, sysadmin or network (everything), operator (read, enable, disable), read-only",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Bind { name: a.pos(0)?, policy: a.pos(1)?, priority: u32::try_from(a.pos::<Bounded<0, 4_294_967_295>>(2)?.get()).unwrap_or(u32::MAX) }))),
+    cmd!(Unbind SystemUser, &[req::<Name>("userName"), req::<crate::conf::users::CommandPolicy>("policyName")], NONE,
+        "Take a command policy from a user",
+        |a| Ok(Command::SystemUser(crate::command::SystemUserCmd::Unbind { name: a.pos(0)?, policy: a.pos(1)? }))),
+    cmd!(Show SystemUser, SHOW_NAME, OUTPUT, "Show the management API's users and their policies",
+        |a| Ok(Command::Show { object: Object::SystemUser, name: a.pos_opt(0)?, format: output(a)? })),
     cmd!(Show NsRunningConfig, &[], NONE, "Show the running configuration as commands",
         |_| Ok(Command::Show { object: Object::NsRunningConfig, name: None, format: OutputFormat::Text })),
 ];

@@ -38,6 +38,9 @@ pub trait Settings: Default + Clone + PartialEq + Debug {
     fn explicit(&self) -> Vec<Self::Key>;
     /// Appends ` -option value` for every option whose value differs from the default.
     fn render_non_default(&self, out: &mut String);
+    /// Every option that has a value, default or not, as NITRO names it (the option's name
+    /// in lower case) with its JSON value.
+    fn to_nitro(&self, out: &mut crate::value::JsonMap<String, crate::value::JsonValue>);
 
     fn with(mut self, settings: &[Self::Setting]) -> Self {
         for s in settings {
@@ -119,6 +122,15 @@ macro_rules! settings {
                 let mut keys = Vec::new();
                 $( if self.$field != d.$field { keys.push($key::$var); } )*
                 keys
+            }
+
+            fn to_nitro(&self, out: &mut $crate::value::JsonMap<String, $crate::value::JsonValue>) {
+                $( {
+                    let v = $crate::value::ArgValue::to_json(&self.$field);
+                    if !v.is_null() {
+                        out.insert($opt.to_ascii_lowercase(), v);
+                    }
+                } )*
             }
 
             fn render_non_default(&self, out: &mut String) {

@@ -32,6 +32,40 @@ pub trait ArgValue: Sized + Clone + PartialEq + fmt::Debug {
     fn parse(arg: &str, tokens: &[Token]) -> Result<Self>;
     /// Writes the value as it would be typed.
     fn render(&self, out: &mut String);
+    /// The value as NITRO's JSON carries it: a number where the value is one, a string
+    /// otherwise (lists, flags and absent values override this).
+    fn to_json(&self) -> JsonValue {
+        let mut text = String::new();
+        self.render(&mut text);
+        plain_json(&text)
+    }
+}
+
+pub use serde_json::{Map as JsonMap, Value as JsonValue};
+
+/// A rendered value as JSON: digits become a number, a quoted string its text.
+pub fn plain_json(text: &str) -> JsonValue {
+    if let Ok(n) = text.parse::<u64>() {
+        return JsonValue::from(n);
+    }
+    if text.starts_with('"')
+        && let Ok(tokens) = crate::lex::tokenize(text)
+        && let [t] = tokens.as_slice()
+    {
+        return JsonValue::from(t.text.clone());
+    }
+    JsonValue::from(text)
+}
+
+/// A rendered list (`a b c`) as a JSON array of strings.
+fn list_json(value: &impl ArgValue) -> JsonValue {
+    let mut text = String::new();
+    value.render(&mut text);
+    JsonValue::from(
+        text.split_whitespace()
+            .map(JsonValue::from)
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn single<'t>(arg: &str, tokens: &'t [Token]) -> Result<&'t str> {
@@ -615,6 +649,9 @@ impl ArgValue for IpList {
             out.push_str(&ip.to_string());
         }
     }
+    fn to_json(&self) -> JsonValue {
+        list_json(self)
+    }
 }
 
 /// HTTP response codes meaning success: single codes and ranges (`200 301-302`).
@@ -666,6 +703,9 @@ impl ArgValue for RespCodes {
                 out.push_str(&format!("{lo}-{hi}"));
             }
         }
+    }
+    fn to_json(&self) -> JsonValue {
+        list_json(self)
     }
 }
 
@@ -726,6 +766,9 @@ impl ArgValue for bool {
         }
     }
     fn render(&self, _out: &mut String) {}
+    fn to_json(&self) -> JsonValue {
+        JsonValue::from(*self)
+    }
 }
 
 /// An optional setting: absent by default; typing it sets it.
@@ -741,6 +784,9 @@ impl<T: ArgValue> ArgValue for Option<T> {
         if let Some(v) = self {
             v.render(out);
         }
+    }
+    fn to_json(&self) -> JsonValue {
+        self.as_ref().map_or(JsonValue::Null, ArgValue::to_json)
     }
 }
 

@@ -984,3 +984,92 @@ fn a_monitor_named_in_another_case_is_changed_not_a_panic() {
         .count();
     assert_eq!(spellings, 1, "no second monitor under another spelling");
 }
+
+/// `system user`: the password is kept only as a hash, `save` writes it with `-encrypted`
+/// and the saved file gives back the same user (who still logs in with the same password).
+#[test]
+fn system_users_are_saved_as_hashes_and_come_back_the_same() {
+    let mut c = config_of(&[
+        "add system user api-admin \"s3cret pass\" -timeout 900",
+        "bind system user api-admin superuser 100",
+        "add system user watcher look0nly",
+        "bind system user watcher read-only 10",
+    ]);
+    let admin = &c.system_users["api-admin"];
+    assert!(admin.password.verify("s3cret pass"));
+    assert!(admin.writes());
+    let watcher = &c.system_users["watcher"];
+    assert!(watcher.reads() && !watcher.writes() && !watcher.operates());
+    let text = render(&c, "test");
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(!text.contains("look0nly"), "{text}");
+    assert!(text.contains("-encrypted"), "{text}");
+    let (back, errors) = replay_text(&text);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(back, c);
+    assert!(
+        back.system_users["api-admin"]
+            .password
+            .verify("s3cret pass")
+    );
+
+    run(&mut c, "set system user watcher -password n3w").unwrap();
+    assert!(c.system_users["watcher"].password.verify("n3w"));
+    run(&mut c, "set system user watcher n3wer").unwrap();
+    assert!(c.system_users["watcher"].password.verify("n3wer"));
+    // `clear ns config full` keeps the API's users (it must not lock the operator out).
+    run(&mut c, "clear ns config full -force").unwrap();
+    assert_eq!(c.system_users.len(), 2);
+    run(&mut c, "unbind system user watcher read-only").unwrap();
+    assert!(!c.system_users["watcher"].reads());
+    run(&mut c, "rm system user watcher").unwrap();
+    assert!(!c.system_users.contains_key("watcher"));
+}
+
+#[test]
+fn bad_system_user_commands_change_nothing() {
+    let mut c = config_of(&["add system user u1 pw1", "bind system user u1 operator 5"]);
+    let before = c.clone();
+    for (line, error) in [
+        (
+            "add system user u1 pw2",
+            "ERROR: Resource already exists [userName, u1]",
+        ),
+        (
+            "bind system user u1 operator 6",
+            "ERROR: Resource already exists [policyName, operator]",
+        ),
+        (
+            "bind system user nobody superuser 1",
+            "ERROR: No such resource [userName, nobody]",
+        ),
+        (
+            "bind system user u1 root 1",
+            "ERROR: Invalid argument value [policyName, root]",
+        ),
+        (
+            "unbind system user u1 superuser",
+            "ERROR: Resource is not bound [policyName, superuser]",
+        ),
+        ("set system user u1", "ERROR: No arguments to set"),
+        (
+            "set system user u1 a -password b",
+            "ERROR: Argument specified more than once [-password]",
+        ),
+        (
+            "add system user u2 \"\"",
+            "ERROR: Required argument missing [password]",
+        ),
+        (
+            "add system user u3 \"two words\" -encrypted",
+            "ERROR: Invalid argument value [password, (hidden)]",
+        ),
+        (
+            "add system user u4 pw -maxsession 41",
+            "ERROR: Argument value out of range [maxsession, 41]",
+        ),
+    ] {
+        assert_eq!(run(&mut c, line), Err(error.to_owned()), "{line}");
+        assert_eq!(c, before, "{line}");
+    }
+}

@@ -2609,9 +2609,20 @@ fn with_syn_cookies_always_real_connections_and_a_big_transfer_go_through_the_pr
     lab.stop();
 }
 
+/// wrk ran to the end with no socket error and only 2xx answers.
+fn assert_wrk_clean(wrk: &std::process::Output, report: &str) {
+    assert!(
+        wrk.status.success() && report.contains("Requests/sec"),
+        "{report}"
+    );
+    assert!(!report.contains("Socket errors"), "{report}");
+    assert!(!report.contains("Non-2xx"), "{report}");
+}
+
 /// A spoofed SYN flood (our raw-socket sender, sources in 198.19.0.0/16) at the VIP while
 /// wrk opens new connections and a transfer runs: with cookies starting under pressure the
-/// table never fills, wrk sees no error and the transfer arrives intact.
+/// table never fills, wrk sees no error and the transfer arrives intact. Then with
+/// `-synCookie ALWAYS` a second flood creates no half-open flow at all.
 #[test]
 fn a_spoofed_syn_flood_fills_neither_the_table_nor_stops_real_clients() {
     let mut lab = Lab::up("flood", 3);
@@ -2639,14 +2650,16 @@ fn a_spoofed_syn_flood_fills_neither_the_table_nor_stops_real_clients() {
     let transfer = lab.spawn_download(80, "5M", &down, 60);
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/syn_flood.py");
-    let flood = lab.client_spawn(&[
-        "python3",
-        script.to_str().unwrap(),
-        VIP,
-        "80",
-        "2000000",
-        "12",
-    ]);
+    let script = script.to_str().unwrap();
+    let flood_for =
+        |seconds: &str| lab.client_spawn(&["python3", script, VIP, "80", "2000000", seconds]);
+    let sent_count = |sent: &str| -> u64 {
+        sent.split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let flood = flood_for("12");
     std::thread::sleep(std::time::Duration::from_secs(2));
     let wrk = lab.client(&wrk_args);
     let report = String::from_utf8_lossy(&wrk.stdout).into_owned();
@@ -2657,21 +2670,42 @@ fn a_spoofed_syn_flood_fills_neither_the_table_nor_stops_real_clients() {
     eprintln!(
         "wrk without a flood:\n{baseline}flood: {sent}wrk during it:\n{report}figures: {during}\n{drops}"
     );
-    assert!(
-        wrk.status.success() && report.contains("Requests/sec"),
-        "{report}"
-    );
-    assert!(!report.contains("Socket errors"), "{report}");
-    assert!(!report.contains("Non-2xx"), "{report}");
-    let flooded: u64 = sent
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    assert_wrk_clean(&wrk, &report);
+    let flooded = sent_count(&sent);
     assert!(flooded >= 20_000, "the flood outgrew the table: {sent}");
     assert!(figure(&during, "flows") < 20_000, "{during}");
     assert!(figure(&during, "embryonic") <= 5_000, "{during}");
     assert!(figure(&during, "syn_cookies_sent") > 0, "{during}");
+
+    // With cookies always on, the flood creates no flow at all: the half-open flows left
+    // from the first flood only age out, and every flooded SYN is answered by a cookie.
+    let set = lab.ctl(&["set", "lb", "parameter", "-synCookie", "ALWAYS"]);
+    assert!(
+        String::from_utf8_lossy(&set.stdout).contains("Done"),
+        "{set:?}"
+    );
+    let before = worker_figures(&lab);
+    let flood = flood_for("8");
+    let mut samples = Vec::new();
+    let wrk = lab.client(&wrk_args);
+    let report = String::from_utf8_lossy(&wrk.stdout).into_owned();
+    samples.push(worker_figures(&lab));
+    let flood = flood.wait_with_output().unwrap();
+    let sent = String::from_utf8_lossy(&flood.stdout).into_owned();
+    samples.push(worker_figures(&lab));
+    eprintln!("with cookies always: flood: {sent}wrk during it:\n{report}figures: {samples:?}");
+    assert_wrk_clean(&wrk, &report);
+    let flooded = sent_count(&sent);
+    assert!(flooded >= 20_000, "{sent}");
+    for w in &samples {
+        // wrk's 8 connections may each be a proved flow waiting for its service's SYN+ACK.
+        assert!(
+            figure(w, "embryonic") <= figure(&before, "embryonic") + 8,
+            "{before} then {w}"
+        );
+    }
+    let answered = figure(&samples[1], "syn_cookies_sent") - figure(&before, "syn_cookies_sent");
+    assert!(answered >= flooded / 2, "{answered} cookies for {sent}");
     let out = transfer.wait_with_output().unwrap();
     let backend = backend_number(&out.stdout);
     lab.assert_same_as_backend_file(&down, &backend);

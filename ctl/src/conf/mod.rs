@@ -8,6 +8,7 @@ mod apply;
 mod groups;
 pub mod model;
 pub mod save;
+pub mod users;
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -38,6 +39,8 @@ pub struct Config {
     pub services: IndexMap<String, Service>,
     pub service_groups: IndexMap<String, ServiceGroup>,
     pub vservers: IndexMap<String, Vserver>,
+    /// `add system user`: who may use the management API, by name.
+    pub system_users: IndexMap<String, users::SystemUser>,
 }
 
 impl Default for Config {
@@ -58,6 +61,7 @@ impl Default for Config {
             services: IndexMap::new(),
             service_groups: IndexMap::new(),
             vservers: IndexMap::new(),
+            system_users: IndexMap::new(),
         }
     }
 }

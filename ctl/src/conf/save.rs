@@ -49,6 +49,21 @@ pub fn render(config: &Config, stamp: &str) -> String {
         config.lb_parameter.render_non_default(&mut l);
         line(l);
     }
+    for u in config.system_users.values() {
+        let mut l = "add system user".to_owned();
+        name(&mut l, &u.name);
+        l.push(' ');
+        quote(u.password.as_saved(), &mut l);
+        l.push_str(" -encrypted");
+        u.settings.render_non_default(&mut l);
+        line(l);
+        for b in &u.policies {
+            let mut l = "bind system user".to_owned();
+            name(&mut l, &u.name);
+            l.push_str(&format!(" {} {}", b.policy, b.priority));
+            line(l);
+        }
+    }
     for ip in config.ns_ips.values() {
         let mut l = "add ns ip".to_owned();
         value(&mut l, &ip.addr);

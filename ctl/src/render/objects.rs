@@ -10,7 +10,7 @@ use crate::settings::Settings;
 use crate::value::ArgValue;
 
 use super::view::vip;
-use super::{Output, PersistentSession, Runtime, pick};
+use super::{Output, PersistentSession, Runtime, no_such, pick};
 
 pub fn show(
     config: &Config,
@@ -128,6 +128,54 @@ pub fn show(
                 return Ok(json!([{"version": crate::VERSION, "product": "Fulcrum"}]).to_string());
             }
             out.push_str(&format!("\tFulcrum {}\n", crate::VERSION));
+        }
+        Object::SystemUser => {
+            let users: Vec<&crate::conf::users::SystemUser> = match name {
+                None => config.system_users.values().collect(),
+                Some(n) => vec![
+                    config
+                        .system_users
+                        .get(n)
+                        .ok_or_else(|| no_such("userName", n))?,
+                ],
+            };
+            if json {
+                let v: Vec<Value> = users
+                    .iter()
+                    .map(|u| {
+                        json!({
+                            "username": u.name.as_str(),
+                            "policies": u.policies.iter().map(|b| json!({"policyname": b.policy.keyword(), "priority": b.priority})).collect::<Vec<_>>(),
+                            "timeout": u.settings.timeout.map(|t| t.get()),
+                            "maxsession": u.settings.max_session.get(),
+                            "checkable": u.password.checkable(),
+                        })
+                    })
+                    .collect();
+                return Ok(Value::from(v).to_string());
+            }
+            for (i, u) in users.iter().enumerate() {
+                let policies: Vec<String> = u
+                    .policies
+                    .iter()
+                    .map(|b| format!("{} ({})", b.policy, b.priority))
+                    .collect();
+                out.push_str(&format!(
+                    "{})\tUser name: {}\n\tCommand policies: {}\n",
+                    i + 1,
+                    u.name,
+                    if policies.is_empty() {
+                        "none (the user cannot log in)".to_owned()
+                    } else {
+                        policies.join(", ")
+                    }
+                ));
+                if !u.password.checkable() {
+                    out.push_str(
+                        "\tPassword: a NetScaler hash Fulcrum cannot check; set a new password\n",
+                    );
+                }
+            }
         }
         Object::DnsNameServer => {
             if json {

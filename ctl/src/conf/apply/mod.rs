@@ -12,6 +12,7 @@ mod parameter;
 mod references;
 mod server;
 mod service;
+mod system_user;
 mod vserver;
 
 use std::net::IpAddr;
@@ -219,6 +220,7 @@ impl Config {
             Command::LbMonitor(c) => self.apply_monitor(c),
             Command::LbMetricTable(c) => self.apply_metric_table(c),
             Command::LbParameter(c) => self.apply_parameter(c),
+            Command::SystemUser(c) => self.apply_system_user(c),
             Command::NsMode { enable, modes } => {
                 if *enable && modes.contains(&NsMode::L2) {
                     return Err(CliError::arg_value(ErrorKind::NotSupported, "mode", "L2")

@@ -25,6 +25,9 @@ impl Config {
     /// extended the IPs and routes, full nothing.
     pub(super) fn clear(&mut self, level: ClearLevel) {
         let name_servers = std::mem::take(&mut self.name_servers);
+        // The management API's users stay at every level (NetScaler keeps nsroot): clearing
+        // must not lock the operator out of the API that asked for it.
+        let users = std::mem::take(&mut self.system_users);
         let (ips, routes, parameter, modes) = (
             std::mem::take(&mut self.ns_ips),
             std::mem::take(&mut self.routes),
@@ -32,6 +35,7 @@ impl Config {
             std::mem::take(&mut self.ns_modes),
         );
         *self = Config::default();
+        self.system_users = users;
         if level != ClearLevel::Full {
             self.ns_ips = ips;
             self.routes = routes;
