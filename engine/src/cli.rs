@@ -23,6 +23,20 @@ pub struct Cli {
     /// Serve the counters for Prometheus (OpenMetrics text) on ADDR:PORT.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Serve NITRO, NetScaler's REST API, over HTTP on ADDR:PORT (the management address,
+    /// on the kernel's stack; users come from `add system user`).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub nitro: Option<std::net::SocketAddr>,
+    /// Serve NITRO over HTTPS on ADDR:PORT; without --nitro-cert/--nitro-key a self-signed
+    /// certificate is made at the first start and kept beside the configuration.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub nitro_tls: Option<std::net::SocketAddr>,
+    /// Certificate chain (PEM) of --nitro-tls.
+    #[arg(long, value_name = "FILE", requires = "nitro_key")]
+    pub nitro_cert: Option<PathBuf>,
+    /// Private key (PEM) of --nitro-tls.
+    #[arg(long, value_name = "FILE", requires = "nitro_cert")]
+    pub nitro_key: Option<PathBuf>,
     /// Members of this group may use the control socket (mode 0660); by default only root
     /// and the daemon's user may (mode 0600).
     #[arg(long, value_name = "GROUP")]

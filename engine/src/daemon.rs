@@ -120,6 +120,8 @@ pub struct RunOptions {
     /// `--skip-unsupported`: lines of objects and features Fulcrum lacks are reported and
     /// skipped instead of refusing the file.
     pub unsupported: ctl::conf::Unsupported,
+    /// `--nitro` / `--nitro-tls`: NITRO's listeners.
+    pub nitro: Vec<nitro::http::Listen>,
 }
 
 pub fn run(
@@ -348,6 +350,13 @@ pub fn run(
         match crate::metrics::serve(Arc::clone(&control), addr, Arc::clone(&stop)) {
             Ok(bound) => log::info!(target: "metrics", "metrics on http://{bound}/metrics"),
             Err(e) => log::error!(target: "metrics", "{e}"),
+        }
+    }
+    if !options.nitro.is_empty() {
+        let api = std::sync::Arc::new(nitro::Nitro::new(control::NitroApi(Arc::clone(&control))));
+        if let Err(e) = nitro::http::spawn(api, &options.nitro) {
+            stop.store(true, Ordering::Relaxed);
+            log::error!(target: "nitro", "{e}");
         }
     }
     // Ports attached, workers and the monitor core running, the configuration applied, the

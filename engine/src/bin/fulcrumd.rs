@@ -187,6 +187,7 @@ fn main() -> ExitCode {
         metrics: cli.metrics,
         admin_group: cli.admin_group.clone(),
         unsupported: unsupported(&cli),
+        nitro: nitro_listens(&cli, config),
     };
     match engine::daemon::run(&profile, &options, signals) {
         Ok(summary) => {
@@ -199,4 +200,32 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--nitro` and `--nitro-tls` as the listeners to open.
+fn nitro_listens(cli: &engine::cli::Cli, config: &std::path::Path) -> Vec<nitro::http::Listen> {
+    let mut out = Vec::new();
+    if let Some(addr) = cli.nitro {
+        out.push(nitro::http::Listen { addr, tls: None });
+    }
+    if let Some(addr) = cli.nitro_tls {
+        let tls = match (&cli.nitro_cert, &cli.nitro_key) {
+            (Some(cert), Some(key)) => nitro::http::TlsIdentity::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => nitro::http::TlsIdentity::SelfSigned {
+                dir: config
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(std::path::Path::new("."))
+                    .to_path_buf(),
+            },
+        };
+        out.push(nitro::http::Listen {
+            addr,
+            tls: Some(tls),
+        });
+    }
+    out
 }

@@ -15,6 +15,7 @@
 
 mod drains;
 pub mod lines;
+mod nitro_api;
 mod owned;
 mod publish;
 mod resolved;
@@ -22,6 +23,7 @@ mod runtime;
 mod socket;
 mod watch;
 
+pub use nitro_api::NitroApi;
 pub use owned::OwnedAddresses;
 pub use socket::{Admins, MAX_CLIENTS, serve};
 
@@ -257,6 +259,36 @@ impl Control {
             }
         }
         Ok(())
+    }
+
+    /// Groups of commands (one per object of a NITRO request) applied to one copy, all or
+    /// nothing, published as one generation; on refusal, the group that failed.
+    pub fn apply_groups(&self, groups: &[Vec<Command>]) -> Result<(), (usize, CliError)> {
+        let mut state = self.lock();
+        let mut next = state.config.clone();
+        for (i, g) in groups.iter().enumerate() {
+            next.apply_all(g).map_err(|e| (i, e))?;
+        }
+        let all: Vec<Command> = groups.iter().flatten().cloned().collect();
+        self.commit(&mut state, next, &all).map_err(|e| (0, e))
+    }
+
+    /// Calls `f` with the running configuration and the live engine, under the lock (the
+    /// two agree).
+    pub fn with_view(&self, f: &mut dyn FnMut(&Config, &dyn render::Runtime)) {
+        let state = self.lock();
+        let rt = LiveRuntime {
+            control: self,
+            config: &state.config,
+            drains: &state.drains,
+            tables: self.published.load_full(),
+        };
+        f(&state.config, &rt);
+    }
+
+    /// `save ns config`, `show ns runningConfig`: the queries NITRO runs.
+    pub fn run_query(&self, cmd: &Command) -> Result<String, CliError> {
+        self.query(cmd)
     }
 
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.

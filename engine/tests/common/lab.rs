@@ -28,6 +28,8 @@ pub struct Lab {
     /// The fulcrumd binary `start` runs (this build's, unless a test asks for release).
     daemon_bin: PathBuf,
     daemon: Option<Child>,
+    /// More flags for fulcrumd (`--nitro ADDR:PORT`).
+    pub daemon_args: Vec<String>,
     /// Backends restarted by a test: reaped at teardown.
     restarted: std::cell::RefCell<Vec<Child>>,
     _serial: MutexGuard<'static, ()>,
@@ -93,6 +95,7 @@ impl Lab {
             }),
             daemon_bin: PathBuf::from(env!("CARGO_BIN_EXE_fulcrumd")),
             daemon: None,
+            daemon_args: Vec::new(),
             restarted: std::cell::RefCell::new(Vec::new()),
             _serial: serial,
         };
@@ -185,6 +188,7 @@ impl Lab {
             .arg(&conf)
             .arg("--socket")
             .arg(self.socket())
+            .args(&self.daemon_args)
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,0 +1,518 @@
+//! NITRO against a running lab daemon, with curl from the client namespace to the
+//! engine's management address (on the kernel's stack, on the engine's own port): log in,
+//! build a vserver, a service and a binding, send traffic through them, change, rename,
+//! unbind, delete, save and restart; and every error case with its status and code,
+//! changing nothing.
+
+mod common;
+use common::lab::{Lab, VIP, backend_name};
+
+use serde_json::{Value, json};
+
+const MGMT: &str = "198.18.0.3";
+const PORT: u16 = 9080;
+
+const BASE: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add system user api-admin \"s3cret pass\"
+bind system user api-admin superuser 1
+add system user viewer look0nly
+bind system user viewer read-only 1
+add service s1 198.18.0.11 HTTP 80
+add lb vserver web HTTP 198.18.0.100 80 -lbMethod ROUNDROBIN
+bind lb vserver web s1
+";
+
+/// One NITRO request by curl: the status line's code and reason, and the JSON body.
+struct Answer {
+    status: u16,
+    reason: String,
+    body: Value,
+    headers: String,
+}
+
+fn nitro(lab: &Lab, method: &str, path: &str, body: Option<&str>, auth: &[String]) -> Answer {
+    let url = format!("http://{MGMT}:{PORT}{path}");
+    let mut args: Vec<String> = ["curl", "-s", "-i", "-m", "10", "-X", method]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    for h in auth {
+        args.push("-H".into());
+        args.push(h.clone());
+    }
+    if let Some(b) = body {
+        args.extend([
+            "-H".into(),
+            "Content-Type: application/json".into(),
+            "--data-binary".into(),
+            b.into(),
+        ]);
+    }
+    args.push(url);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = lab.client(&refs);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status_line = head.lines().next().unwrap_or("");
+    let mut parts = status_line.splitn(3, ' ');
+    let _version = parts.next();
+    let status = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let reason = parts.next().unwrap_or("").trim().to_owned();
+    Answer {
+        status,
+        reason,
+        body: serde_json::from_str(body).unwrap_or(Value::Null),
+        headers: head.to_owned(),
+    }
+}
+
+fn running_config(lab: &Lab) -> String {
+    let out = lab.ctl(&["show", "ns", "runningConfig"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn start(lab: &mut Lab, config: &str) {
+    lab.daemon_args = vec!["--nitro".into(), format!("{MGMT}:{PORT}")];
+    lab.start(config, 80);
+}
+
+fn lab_with_management_address(name: &str) -> Lab {
+    let lab = Lab::up(name, 3);
+    let add = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &lab.ns("lb"),
+            "addr",
+            "add",
+            &format!("{MGMT}/24"),
+            "dev",
+            "fl-lb0",
+        ])
+        .status()
+        .unwrap();
+    assert!(add.success());
+    lab
+}
+
+fn login(lab: &Lab, user: &str, password: &str) -> String {
+    let body =
+        json!({"login": {"username": user, "password": password, "timeout": 600}}).to_string();
+    let a = nitro(lab, "POST", "/nitro/v1/config/login", Some(&body), &[]);
+    assert_eq!(
+        (a.status, a.reason.as_str()),
+        (201, "Created"),
+        "{}",
+        a.headers
+    );
+    assert!(
+        a.headers.contains("NITRO_AUTH_TOKEN=%23%23"),
+        "{}",
+        a.headers
+    );
+    let token = a.body["sessionid"].as_str().unwrap().to_owned();
+    format!("Cookie: NITRO_AUTH_TOKEN={}", token.replace('#', "%23"))
+}
+
+#[test]
+fn nitro_builds_changes_and_saves_what_the_cli_sees() {
+    let mut lab = lab_with_management_address("nitro");
+    start(&mut lab, BASE);
+    let auth = vec![login(&lab, "api-admin", "s3cret pass")];
+
+    // A service, a vserver and a binding, then traffic through them.
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/service",
+        Some(
+            r#"{"service":{"name":"s2","ip":"198.18.0.12","servicetype":"HTTP","port":80,"maxclient":"100"}}"#,
+        ),
+        &auth,
+    );
+    assert_eq!(
+        (a.status, a.reason.as_str()),
+        (201, "Created"),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(a.body["errorcode"], 0);
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/lbvserver",
+        Some(&format!(
+            r#"{{"lbvserver":{{"name":"api-web","servicetype":"HTTP","ipv46":"{VIP}","port":8080,"lbmethod":"ROUNDROBIN"}}}}"#
+        )),
+        &auth,
+    );
+    assert_eq!(a.status, 201, "{:?}", a.body);
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/lbvserver_service_binding",
+        Some(
+            r#"{"lbvserver_service_binding":{"name":"api-web","servicename":"s2","weight":"20"}}"#,
+        ),
+        &auth,
+    );
+    assert_eq!(a.status, 201, "{:?}", a.body);
+    let up = lab.wait_service_state("s2", "UP", std::time::Duration::from_secs(15));
+    let s2 = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s2"]).stdout).into_owned();
+    assert!(up.is_some(), "{s2}");
+    let mut answered = String::new();
+    for _ in 0..30 {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-i",
+            "-m",
+            "2",
+            &format!("http://{VIP}:8080/"),
+        ]);
+        answered = backend_name(&out.stdout);
+        if answered == "backend-2" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
+    assert_eq!(
+        answered, "backend-2",
+        "traffic reaches the service NITRO made: {stat}"
+    );
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "lb", "vserver", "api-web"]).stdout)
+        .into_owned();
+    assert!(
+        show.contains("198.18.0.100:8080") && show.contains("s2"),
+        "{show}"
+    );
+
+    // Reads: one, all, filtered, counted, some attributes.
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver/api-web",
+        None,
+        &auth,
+    );
+    assert_eq!((a.status, a.reason.as_str()), (200, "OK"));
+    let v = &a.body["lbvserver"][0];
+    assert_eq!(
+        (
+            v["name"].as_str(),
+            v["lbmethod"].as_str(),
+            v["port"].as_u64()
+        ),
+        (Some("api-web"), Some("ROUNDROBIN"), Some(8080))
+    );
+    assert_eq!(v["curstate"], "UP", "{v}");
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver?count=yes",
+        None,
+        &auth,
+    );
+    assert_eq!(a.body["lbvserver"][0]["__count"], 2);
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/service?filter=servicetype:HTTP&attrs=name,svrstate",
+        None,
+        &auth,
+    );
+    let names: Vec<&str> = a.body["service"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["s1", "s2"]);
+    assert!(
+        a.body["service"][0].get("port").is_none(),
+        "only the attributes asked for"
+    );
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver_service_binding/api-web",
+        None,
+        &auth,
+    );
+    assert_eq!(
+        a.body["lbvserver_service_binding"][0]["weight"], 20,
+        "{:?}",
+        a.body
+    );
+
+    // Update, disable with a delay, rename, unbind, delete.
+    let a = nitro(
+        &lab,
+        "PUT",
+        "/nitro/v1/config/lbvserver",
+        Some(r#"{"lbvserver":{"name":"api-web","lbmethod":"LEASTCONNECTION"}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert!(
+        running_config(&lab)
+            .contains("add lb vserver api-web HTTP 198.18.0.100 8080 -lbMethod LEASTCONNECTION")
+            || running_config(&lab).contains("add lb vserver api-web HTTP 198.18.0.100 8080\n"),
+        "{}",
+        running_config(&lab)
+    );
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/service?action=disable",
+        Some(r#"{"service":{"name":"s2","delay":30,"graceful":"NO"}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let a = nitro(&lab, "GET", "/nitro/v1/config/service/s2", None, &auth);
+    assert_eq!(
+        a.body["service"][0]["svrstate"], "GOING OUT OF SERVICE",
+        "{:?}",
+        a.body
+    );
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/service?action=enable",
+        Some(r#"{"service":{"name":"s2"}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/service?action=rename",
+        Some(r#"{"service":{"name":"s2","newname":"s2-api"}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert!(
+        running_config(&lab).contains("bind lb vserver api-web s2-api -weight 20"),
+        "{}",
+        running_config(&lab)
+    );
+    let a = nitro(
+        &lab,
+        "DELETE",
+        "/nitro/v1/config/lbvserver_service_binding/api-web?args=servicename:s2-api",
+        None,
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver_service_binding/api-web",
+        None,
+        &auth,
+    );
+    assert_eq!(
+        a.body,
+        json!({"errorcode": 0, "message": "Done", "severity": "NONE"}),
+        "no bindings: no key"
+    );
+    let a = nitro(
+        &lab,
+        "DELETE",
+        "/nitro/v1/config/service/s2-api",
+        None,
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let a = nitro(&lab, "GET", "/nitro/v1/config/service/s2-api", None, &auth);
+    assert_eq!(
+        (a.status, a.reason.as_str(), a.body["errorcode"].as_u64()),
+        (404, "Not Found", Some(258))
+    );
+
+    // Save by NITRO, restart: the same configuration comes back.
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/nsconfig?action=save",
+        Some(r#"{"nsconfig":{}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let before = running_config(&lab);
+    assert!(before.contains("add lb vserver api-web"), "{before}");
+    let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    lab.stop();
+    start(&mut lab, &saved);
+    assert_eq!(running_config(&lab), before);
+    let auth = vec![login(&lab, "api-admin", "s3cret pass")];
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver/api-web",
+        None,
+        &auth,
+    );
+    assert_eq!(a.body["lbvserver"][0]["lbmethod"], "LEASTCONNECTION");
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/logout",
+        Some(r#"{"logout":{}}"#),
+        &auth,
+    );
+    assert_eq!(a.status, 200);
+    let a = nitro(&lab, "GET", "/nitro/v1/config/lbvserver", None, &auth);
+    assert_eq!((a.status, a.body["errorcode"].as_u64()), (401, Some(444)));
+    lab.stop();
+}
+
+/// method, path, body, credentials, expected status and NITRO error code.
+type Case<'a> = (&'a str, &'a str, Option<&'a str>, &'a Vec<String>, u16, u64);
+
+#[test]
+fn nitro_errors_have_their_status_and_code_and_change_nothing() {
+    let mut lab = lab_with_management_address("nitroerr");
+    start(&mut lab, BASE);
+    let admin = vec![
+        "X-NITRO-USER: api-admin".to_owned(),
+        "X-NITRO-PASS: s3cret pass".to_owned(),
+    ];
+    let viewer = vec![login(&lab, "viewer", "look0nly")];
+    let before = running_config(&lab);
+    let cases: Vec<Case> = vec![
+        (
+            "POST",
+            "/nitro/v1/config/service",
+            Some("{\"service\": {"),
+            &admin,
+            400,
+            1233,
+        ),
+        (
+            "GET",
+            "/nitro/v1/config/frobnicator",
+            None,
+            &admin,
+            400,
+            1232,
+        ),
+        (
+            "POST",
+            "/nitro/v1/config/service",
+            Some(
+                r#"{"service":{"name":"x","ip":"198.18.0.12","servicetype":"HTTP","port":80,"colour":"blue"}}"#,
+            ),
+            &admin,
+            400,
+            1090,
+        ),
+        (
+            "POST",
+            "/nitro/v1/config/lbvserver_service_binding",
+            Some(r#"{"lbvserver_service_binding":{"name":"web","servicename":"s1","weight":101}}"#),
+            &admin,
+            400,
+            1097,
+        ),
+        (
+            "POST",
+            "/nitro/v1/config/lbvserver_service_binding",
+            Some(r#"{"lbvserver_service_binding":{"name":"web","servicename":"nosuch"}}"#),
+            &admin,
+            404,
+            258,
+        ),
+        (
+            "POST",
+            "/nitro/v1/config/service",
+            Some(r#"{"service":{"name":"s1","ip":"198.18.0.12","servicetype":"HTTP","port":80}}"#),
+            &admin,
+            409,
+            273,
+        ),
+        // A bulk add is all or nothing: the second object fails, the first is not kept.
+        (
+            "POST",
+            "/nitro/v1/config/service",
+            Some(
+                r#"{"service":[{"name":"b1","ip":"198.18.0.12","servicetype":"HTTP","port":80},{"name":"b2","ip":"198.18.0.13","servicetype":"HTTP","port":99999}]}"#,
+            ),
+            &admin,
+            400,
+            1097,
+        ),
+        (
+            "PUT",
+            "/nitro/v1/config/lbvserver",
+            Some(r#"{"lbvserver":{"name":"web","port":81}}"#),
+            &admin,
+            400,
+            278,
+        ),
+        (
+            "POST",
+            "/nitro/v1/config/service",
+            Some(r#"{"service":{"name":"v1","ip":"198.18.0.12","servicetype":"HTTP","port":80}}"#),
+            &viewer,
+            403,
+            2138,
+        ),
+        (
+            "DELETE",
+            "/nitro/v1/config/service/s1",
+            None,
+            &viewer,
+            403,
+            2138,
+        ),
+    ];
+    for (method, path, body, auth, status, code) in cases {
+        let a = nitro(&lab, method, path, body, auth);
+        assert_eq!(
+            (a.status, a.body["errorcode"].as_u64()),
+            (status, Some(code)),
+            "{method} {path} {body:?}: {}",
+            a.body
+        );
+        assert_eq!(a.body["severity"], "ERROR");
+        assert_eq!(
+            running_config(&lab),
+            before,
+            "{method} {path} changed the configuration"
+        );
+    }
+    // Wrong credentials, every way they come.
+    let body = json!({"login": {"username": "api-admin", "password": "wrong"}}).to_string();
+    let a = nitro(&lab, "POST", "/nitro/v1/config/login", Some(&body), &[]);
+    assert_eq!(
+        (a.status, a.reason.as_str(), a.body["errorcode"].as_u64()),
+        (401, "Unauthorized", Some(354))
+    );
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/config/lbvserver",
+        None,
+        &[
+            "X-NITRO-USER: viewer".to_owned(),
+            "X-NITRO-PASS: nope".to_owned(),
+        ],
+    );
+    assert_eq!((a.status, a.body["errorcode"].as_u64()), (401, Some(354)));
+    let a = nitro(&lab, "GET", "/nitro/v1/config/lbvserver", None, &[]);
+    assert_eq!((a.status, a.body["errorcode"].as_u64()), (401, Some(352)));
+    // The read-only user reads.
+    let a = nitro(&lab, "GET", "/nitro/v1/stat/lbvserver/web", None, &viewer);
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["lbvserver"][0]["state"], "UP");
+    assert!(
+        a.body["lbvserver"][0]["tothits"].is_string(),
+        "64-bit counters are strings"
+    );
+    lab.stop();
+}

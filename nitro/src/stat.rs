@@ -1,0 +1,204 @@
+//! `/nitro/v1/stat/…`: the engine's counters under NITRO's names. As appliances write them,
+//! 64-bit counters and gauges are strings and per-second rates numbers; the rates are the
+//! ones `stat` prints (the same sampling).
+
+use ctl::Config;
+use ctl::render::Runtime;
+use ctl::render::view::{GroupView, ServiceView, VserverView};
+use serde_json::{Value, json};
+
+use crate::read::{Object, port_json};
+
+fn object(v: Value) -> Object {
+    match v {
+        Value::Object(m) => m,
+        _ => Object::new(),
+    }
+}
+
+/// NetScaler's state words in stat objects.
+fn stat_state(state: &str) -> &'static str {
+    match state {
+        "UP" => "UP",
+        "OUT OF SERVICE" => "OUT OF SERVICE",
+        "GOING OUT OF SERVICE" => "GOING OUT OF SERVICE",
+        _ => "DOWN",
+    }
+}
+
+pub fn lbvserver(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
+    let pick: Vec<_> = match name {
+        Some(n) => vec![config.vservers.get(n)?],
+        None => config.vservers.values().collect(),
+    };
+    Some(
+        pick.into_iter()
+            .map(|v| {
+                let view = VserverView::new(config, v, rt);
+                let (ip, port) = match v.vip {
+                    Some((ip, port)) => (ip.to_string(), port_json(port)),
+                    None => ("0.0.0.0".to_owned(), json!(0)),
+                };
+                let up = view.members.iter().filter(|(s, _)| s.is_up()).count();
+                let total = view.members.len();
+                let active = view.sum(|s| s.active);
+                let packets = view.sum(|s| s.packets);
+                let bytes = view.sum(|s| s.bytes);
+                let rate_packets: u64 = view.members.iter().map(|(s, _)| s.stats.rates.packets).sum();
+                let rate_bytes: u64 = view.members.iter().map(|(s, _)| s.stats.rates.bytes).sum();
+                object(json!({
+                    "name": v.name.as_str(),
+                    "primaryipaddress": ip,
+                    "primaryport": port,
+                    "type": v.service_type.to_string(),
+                    "state": stat_state(view.state),
+                    "vslbhealth": (up * 100).checked_div(total).unwrap_or(0).to_string(),
+                    "actsvcs": up.to_string(),
+                    "inactsvcs": (total - up).to_string(),
+                    "tothits": view.stats.hits.to_string(),
+                    "hitsrate": view.stats.rates.hits,
+                    "curclntconnections": active.to_string(),
+                    "cursrvrconnections": active.to_string(),
+                    "establishedconn": active.to_string(),
+                    // The engine counts packets and bytes of both directions together.
+                    "totalpktsrecvd": packets.to_string(),
+                    "pktsrecvdrate": rate_packets,
+                    "totalpktssent": packets.to_string(),
+                    "pktssentrate": rate_packets,
+                    "totalrequestbytes": bytes.to_string(),
+                    "requestbytesrate": rate_bytes,
+                    "totalresponsebytes": bytes.to_string(),
+                    "responsebytesrate": rate_bytes,
+                    "totalrequests": "0",
+                    "requestsrate": 0,
+                    "totalresponses": "0",
+                    "responsesrate": 0,
+                    "curpersistencesessions": view.stats.persistent_sessions.unwrap_or(0).to_string(),
+                    "totspillovers": "0",
+                    "sortorder": "descending",
+                }))
+            })
+            .collect(),
+    )
+}
+
+fn service_object(view: &ServiceView<'_>) -> Object {
+    let s = view.service;
+    let st = &view.stats;
+    // Mbit/s over the rate window, as NetScaler's `throughput`.
+    let mbits = st.rates.bytes * 8 / 1_000_000;
+    object(json!({
+        "name": s.name.as_str(),
+        "primaryipaddress": view.addr.map_or_else(String::new, |a| a.to_string()),
+        "primaryport": port_json(s.port),
+        "servicetype": s.service_type.to_string(),
+        "state": stat_state(view.state),
+        "throughput": mbits.to_string(),
+        "throughputrate": mbits,
+        "avgsvrttfb": st.response_time_us.or(st.measured_response_time_us).map_or(0, |us| us / 1000).to_string(),
+        "curclntconnections": st.active.to_string(),
+        "cursrvrconnections": st.active.to_string(),
+        "svrestablishedconn": st.active.to_string(),
+        "vsvrservicehits": st.hits.to_string(),
+        "vsvrservicehitsrate": st.rates.hits,
+        "totalpktsrecvd": st.packets.to_string(),
+        "totalrequestbytes": st.bytes.to_string(),
+        "requestbytesrate": st.rates.bytes,
+        "totalresponsebytes": st.bytes.to_string(),
+        "responsebytesrate": st.rates.bytes,
+        "totalrequests": "0",
+        "requestsrate": 0,
+        "totalresponses": "0",
+        "responsesrate": 0,
+        "curload": st.load.unwrap_or(0).to_string(),
+        "activetransactions": st.active.to_string(),
+        "maxclients": s.settings.max_client.get().to_string(),
+        "surgecount": "0",
+    }))
+}
+
+pub fn service(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
+    let pick: Vec<_> = match name {
+        Some(n) => vec![config.services.get(n).filter(|s| s.group.is_none())?],
+        None => config
+            .services
+            .values()
+            .filter(|s| s.group.is_none())
+            .collect(),
+    };
+    Some(
+        pick.into_iter()
+            .map(|s| service_object(&ServiceView::new(config, s, rt)))
+            .collect(),
+    )
+}
+
+pub fn servicegroup(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
+    let pick: Vec<_> = match name {
+        Some(n) => vec![config.service_groups.get(n)?],
+        None => config.service_groups.values().collect(),
+    };
+    Some(
+        pick.into_iter()
+            .map(|g| {
+                let view = GroupView::new(config, g, rt);
+                object(json!({
+                    "servicegroupname": g.name.as_str(),
+                    "servicetype": g.service_type.to_string(),
+                    "state": if view.any_up() { "UP" } else { "DOWN" },
+                }))
+            })
+            .collect(),
+    )
+}
+
+/// `stat servicegroupmember?args=servicegroupname:g,servername:s,port:p`.
+pub fn servicegroupmember(
+    config: &Config,
+    rt: &dyn Runtime,
+    group: &str,
+    server: Option<&str>,
+    port: Option<&str>,
+) -> Option<Vec<Object>> {
+    let g = config.service_groups.get(group)?;
+    Some(
+        config
+            .group_members(g)
+            .into_iter()
+            .filter(|(m, _)| server.is_none_or(|s| m.server.as_str() == s))
+            .filter(|(m, _)| port.is_none_or(|p| m.port.to_string() == p))
+            .map(|(m, s)| {
+                let mut o = service_object(&ServiceView::new(config, s, rt));
+                o.insert("servicegroupname".into(), json!(g.name.as_str()));
+                o.insert("servername".into(), json!(m.server.as_str()));
+                o.remove("name");
+                o
+            })
+            .collect(),
+    )
+}
+
+/// `stat ns`: the system as a whole (a singleton: an object, as appliances send it).
+pub fn ns(config: &Config, rt: &dyn Runtime) -> Object {
+    let workers = rt.workers();
+    let rx: u64 = workers.iter().map(|w| w.rx).sum();
+    let tx: u64 = workers.iter().map(|w| w.tx).sum();
+    let drops: u64 = workers.iter().map(|w| w.drops).sum();
+    let active: u64 = config
+        .services
+        .values()
+        .map(|s| rt.service(s.name.as_str()).active)
+        .sum();
+    object(json!({
+        "numcpus": workers.len().to_string(),
+        "totrxpkts": rx.to_string(),
+        "tottxpkts": tx.to_string(),
+        "totdroppkts": drops.to_string(),
+        "tcpcurclientconn": active.to_string(),
+        "tcpcurclientconnestablished": active.to_string(),
+        "tcpcurserverconn": active.to_string(),
+        "tcpcurserverconnestablished": active.to_string(),
+        "flows": workers.iter().map(|w| w.flows).sum::<u64>().to_string(),
+        "syncookiessent": workers.iter().map(|w| w.syn_cookies_sent).sum::<u64>().to_string(),
+    }))
+}
