@@ -31,8 +31,27 @@ struct Answer {
 }
 
 fn nitro(lab: &Lab, method: &str, path: &str, body: Option<&str>, auth: &[String]) -> Answer {
-    let url = format!("http://{MGMT}:{PORT}{path}");
-    let mut args: Vec<String> = ["curl", "-s", "-i", "-m", "10", "-X", method]
+    nitro_at(
+        lab,
+        &format!("http://{MGMT}:{PORT}"),
+        method,
+        path,
+        body,
+        auth,
+    )
+}
+
+fn nitro_at(
+    lab: &Lab,
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    auth: &[String],
+) -> Answer {
+    let url = format!("{base}{path}");
+    // -k: the HTTPS listener's certificate is self-signed.
+    let mut args: Vec<String> = ["curl", "-s", "-k", "-i", "-m", "10", "-X", method]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
@@ -514,5 +533,61 @@ fn nitro_errors_have_their_status_and_code_and_change_nothing() {
         a.body["lbvserver"][0]["tothits"].is_string(),
         "64-bit counters are strings"
     );
+    lab.stop();
+}
+
+/// `--nitro-tls` without a certificate: one is made at the first start, kept beside the
+/// configuration, and used again by the next start.
+#[test]
+fn nitro_over_https_makes_its_certificate_once() {
+    let mut lab = lab_with_management_address("nitrotls");
+    lab.daemon_args = vec!["--nitro-tls".into(), format!("{MGMT}:9443")];
+    lab.start(BASE, 80);
+    let base = format!("https://{MGMT}:9443");
+    let body = json!({"login": {"username": "api-admin", "password": "s3cret pass"}}).to_string();
+    let a = nitro_at(
+        &lab,
+        &base,
+        "POST",
+        "/nitro/v1/config/login",
+        Some(&body),
+        &[],
+    );
+    assert_eq!(a.status, 201, "{}", a.headers);
+    let cert = lab.dir.join("nitro-cert.pem");
+    let first = std::fs::read_to_string(&cert).unwrap();
+    assert!(first.contains("BEGIN CERTIFICATE"));
+    let key = std::fs::metadata(lab.dir.join("nitro-key.pem")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(key.permissions().mode() & 0o777, 0o600);
+    lab.stop();
+    lab.start(BASE, 80);
+    let a = nitro_at(
+        &lab,
+        &base,
+        "GET",
+        "/nitro/v1/config/lbvserver/web",
+        None,
+        &[
+            "X-NITRO-USER: viewer".into(),
+            "X-NITRO-PASS: look0nly".into(),
+        ],
+    );
+    assert_eq!(a.body["lbvserver"][0]["name"], "web", "{:?}", a.body);
+    assert_eq!(
+        std::fs::read_to_string(&cert).unwrap(),
+        first,
+        "the same certificate"
+    );
+    // Plain HTTP on the TLS port gets no answer.
+    let plain = nitro_at(
+        &lab,
+        &format!("http://{MGMT}:9443"),
+        "GET",
+        "/nitro/v1/config/lbvserver",
+        None,
+        &[],
+    );
+    assert_eq!(plain.status, 0);
     lab.stop();
 }
