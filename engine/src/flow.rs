@@ -186,12 +186,20 @@ pub enum Proxy {
     /// An ordinary flow: the client's handshake went through to the service.
     #[default]
     Off,
-    /// The client's ACK proved `cookie`; the engine's SYN (with the client's ISN) to the
-    /// service awaits its answer.
-    AwaitingService { cookie: u32, client_isn: u32 },
-    /// Established on both sides: the service's sequence numbers minus the client's view of
-    /// them (subtracted toward the client, added to the client's acknowledgements).
-    Shifted(u32),
+    /// The client's ACK proved `cookie`; the engine's SYN to the service, numbered
+    /// `service_isn`, awaits its answer.
+    AwaitingService {
+        cookie: u32,
+        client_isn: u32,
+        service_isn: u32,
+    },
+    /// Established on both sides. `toward_client`: the service's sequence numbers minus the
+    /// client's view of them (the cookie's); `toward_service`: the engine's ISN toward the
+    /// service minus the client's. Each side's numbers are moved into the other's space.
+    Shifted {
+        toward_client: u32,
+        toward_service: u32,
+    },
 }
 
 impl Flow {

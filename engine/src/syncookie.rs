@@ -35,6 +35,17 @@ fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
     (h.finish() as u32) & ((1 << HASH_BITS) - 1)
 }
 
+/// The ISN of the engine's SYN to a service (RFC 6528): a 4-µs clock plus a keyed hash of
+/// the service-side 4-tuple (`(SNIP, SNAT port)`, service). One SNAT tuple's SYNs are
+/// numbered ever higher, so a service still holding the tuple in TIME_WAIT takes the next one
+/// (a SYN above the old connection's last sequence number is accepted, RFC 9293 §3.6.1).
+pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
+    let mut h = keys().build_hasher();
+    0xf1u8.hash(&mut h);
+    tuple.hash(&mut h);
+    (h.finish() as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
+}
+
 /// The cookie for a SYN from `tuple.0` to `tuple.1` with sequence number `client_isn`,
 /// offering `mss` (none: 536).
 pub fn make(tuple: Tuple, client_isn: u32, mss: Option<u16>, now_s: u64) -> u32 {
@@ -107,5 +118,25 @@ mod tests {
             })
             .count();
         assert!(passed <= 2, "{passed} of 100,000 random cookies passed");
+    }
+
+    #[test]
+    fn service_isns_of_one_tuple_grow_with_the_clock() {
+        let a = (
+            (Ipv4Addr::new(198, 18, 0, 2), 40_000),
+            (Ipv4Addr::new(198, 18, 0, 11), 80),
+        );
+        let b = (
+            (Ipv4Addr::new(198, 18, 0, 2), 40_001),
+            (Ipv4Addr::new(198, 18, 0, 11), 80),
+        );
+        let first = service_isn(a, 1_000);
+        // 250 per millisecond: a second later the tuple's ISN is 250,000 higher.
+        assert_eq!(service_isn(a, 2_000).wrapping_sub(first), 250_000);
+        assert_ne!(
+            service_isn(b, 1_000),
+            first,
+            "another tuple, another offset"
+        );
     }
 }

@@ -973,8 +973,9 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     assert_eq!(lab.run(&mut forged), Verdict::Drop(DropReason::NoFlow));
     assert_eq!(lab.worker.stats.syn_cookies_failed, 1);
     assert!(own_tcp_frames(&mut lab).iter().all(|(_, t)| t.rst));
-    // The client's ACK proves its cookie: the engine's SYN goes to a service, with the
-    // client's ISN and the MSS the cookie carried.
+    // The client's ACK proves its cookie: the engine's SYN goes to a service, with an ISN
+    // of the engine's (clock-driven, so a SNAT tuple's SYNs only grow) and the MSS the
+    // cookie carried.
     let mut ack = segment(
         CLIENT_MAC,
         (client, vip),
@@ -989,7 +990,7 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     let ((_, snat, service, _), service_syn) = &out[0];
     assert_eq!(snat.0, SNIP);
     assert!(service_syn.syn && !service_syn.ack);
-    assert_eq!(service_syn.sequence_number, 5000);
+    let isn = service_syn.sequence_number;
     let mss: Vec<_> = service_syn.options.elements_iter().collect();
     assert!(
         matches!(
@@ -1014,10 +1015,27 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     let again = own_tcp_frames(&mut lab);
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].0).2, *service);
-    assert!(again[0].1.syn && again[0].1.sequence_number == 5000);
-    // The service's SYN+ACK is answered here and joins the sides.
+    assert!(again[0].1.syn && again[0].1.sequence_number == isn);
+    // A service still holding the tuple in TIME_WAIT answers with a bare ACK: the engine
+    // resets the old connection (numbered by that ACK) and sends its SYN again.
     let mac = backend_mac(service.0.octets()[3] - 10);
-    let mut answer = segment(mac, (*service, *snat), (90_000, Some(5001)), true, b"");
+    let mut challenge = segment(mac, (*service, *snat), (777, Some(123_456)), false, b"");
+    assert_eq!(
+        lab.run(&mut challenge),
+        Verdict::Drop(DropReason::AwaitingService)
+    );
+    let out = own_tcp_frames(&mut lab);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(out[0].1.rst && out[0].1.sequence_number == 123_456);
+    assert!(out[1].1.syn && out[1].1.sequence_number == isn);
+    // The service's SYN+ACK is answered here and joins the sides.
+    let mut answer = segment(
+        mac,
+        (*service, *snat),
+        (90_000, Some(isn.wrapping_add(1))),
+        true,
+        b"",
+    );
     assert_eq!(lab.run(&mut answer), Verdict::Consumed);
     let out = own_tcp_frames(&mut lab);
     let ((_, from, to, _), join) = &out[0];
@@ -1035,7 +1053,7 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     assert_eq!(update.window_size, 65535);
     assert_eq!(
         (join.sequence_number, join.acknowledgment_number),
-        (5001, 90_001)
+        (isn.wrapping_add(1), 90_001)
     );
     // From now on every segment is shifted: acknowledgements toward the service, sequence
     // numbers toward the client (checksums verified by tcp_out).
@@ -1050,10 +1068,16 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     let tcp = TcpHeaderSlice::from_slice(&request[34..]).unwrap();
     assert_eq!(
         (tcp.sequence_number(), tcp.acknowledgment_number()),
-        (5001, 90_001)
+        (isn.wrapping_add(1), 90_001)
     );
     assert_eq!(tcp_out(&request).3, b"GET");
-    let mut reply = segment(mac, (*service, *snat), (90_001, Some(5004)), false, b"200");
+    let mut reply = segment(
+        mac,
+        (*service, *snat),
+        (90_001, Some(isn.wrapping_add(4))),
+        false,
+        b"200",
+    );
     assert_eq!(lab.run(&mut reply), Verdict::Tx { port: 0 });
     let (_, from, to, payload) = tcp_out(&reply);
     assert_eq!((from, to, payload), (vip, client, b"200".to_vec()));

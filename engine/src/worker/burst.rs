@@ -479,8 +479,13 @@ impl Worker {
                 if let Some(shift) = flow.ts_shift {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Value, shift);
                 }
-                if let Proxy::Shifted(shift) = flow.proxy {
-                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, shift);
+                if let Proxy::Shifted {
+                    toward_client,
+                    toward_service,
+                } = flow.proxy
+                {
+                    wire::shift_sequence(frame, ip, wire::Sequence::Seq, toward_service);
+                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, toward_client);
                 }
                 (n.port, n.mac)
             }
@@ -489,8 +494,23 @@ impl Worker {
                 if let Some(shift) = flow.ts_shift {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, shift);
                 }
-                if let Proxy::Shifted(shift) = flow.proxy {
-                    wire::shift_sequence(frame, ip, wire::Sequence::Seq, shift.wrapping_neg());
+                if let Proxy::Shifted {
+                    toward_client,
+                    toward_service,
+                } = flow.proxy
+                {
+                    wire::shift_sequence(
+                        frame,
+                        ip,
+                        wire::Sequence::Seq,
+                        toward_client.wrapping_neg(),
+                    );
+                    wire::shift_sequence(
+                        frame,
+                        ip,
+                        wire::Sequence::Ack,
+                        toward_service.wrapping_neg(),
+                    );
                 }
                 (flow.client_port, flow.client_mac)
             }

@@ -99,11 +99,13 @@ impl Worker {
         let proxy = Proxy::AwaitingService {
             cookie,
             client_isn: isn,
+            service_isn: 0,
         };
         Some(
             match self.new_flow(now_ms, in_port, frame, ip, Some(proxy)) {
                 Ok(slot) => {
-                    self.open_service_side(slot, isn, mss);
+                    self.number_service_side(slot, now_ms);
+                    self.open_service_side(slot, mss);
                     // The ACK (and any data it carries, which the client sends again) is not
                     // forwarded: the service has not seen a SYN yet.
                     Verdict::Consumed
@@ -117,15 +119,39 @@ impl Worker {
         )
     }
 
-    /// The engine's SYN to the service of a flow the proxy opened, with the client's ISN.
-    fn open_service_side(&mut self, slot: u32, client_isn: u32, mss: u16) {
+    /// Picks the ISN of the engine's SYN to the service, from the flow's SNAT tuple.
+    fn number_service_side(&mut self, slot: u32, now_ms: u64) {
         let Some(flow) = self.flows.get(slot).copied() else {
+            return;
+        };
+        if let Proxy::AwaitingService {
+            cookie, client_isn, ..
+        } = flow.proxy
+        {
+            let service_isn = syncookie::service_isn((flow.snip, flow.service_addr), now_ms);
+            self.set_proxy(
+                slot,
+                Proxy::AwaitingService {
+                    cookie,
+                    client_isn,
+                    service_isn,
+                },
+            );
+        }
+    }
+
+    /// The engine's SYN to the service of a flow the proxy opened.
+    fn open_service_side(&mut self, slot: u32, mss: u16) {
+        let Some(flow) = self.flows.get(slot).copied() else {
+            return;
+        };
+        let Proxy::AwaitingService { service_isn, .. } = flow.proxy else {
             return;
         };
         if let (_, Some(server)) = self.legs(&flow) {
             self.queue_frame(server, |buf, macs, leg| {
                 let addrs = (leg.ours, leg.theirs);
-                wire::tcp_handshake(buf, macs, addrs, (client_isn, None), u16::MAX, mss)
+                wire::tcp_handshake(buf, macs, addrs, (service_isn, None), u16::MAX, mss)
             });
         }
     }
@@ -141,29 +167,60 @@ impl Worker {
         side: Side,
     ) -> Option<Verdict> {
         let flow = self.flows.get(slot)?;
-        let Proxy::AwaitingService { cookie, client_isn } = flow.proxy else {
+        let Proxy::AwaitingService {
+            cookie,
+            client_isn,
+            service_isn,
+        } = flow.proxy
+        else {
             return None;
         };
+        let toward_service = service_isn.wrapping_sub(client_isn);
         let Some(n) = wire::tcp_numbers(frame, ip) else {
             return Some(Verdict::Drop(DropReason::Malformed));
         };
         if side == Side::Client {
             // The client asks again (its ACK, a window probe): so does the engine, in case
             // its SYN or the service's answer was lost.
-            self.open_service_side(slot, client_isn, syncookie::mss_of(cookie));
+            self.open_service_side(slot, syncookie::mss_of(cookie));
             return Some(Verdict::Drop(DropReason::AwaitingService));
         }
         let flow = *flow;
         if ip.tcp.rst {
             // Refused: the client gets the reset, numbered as its side expects.
-            let shift = n.seq.wrapping_sub(cookie.wrapping_add(1));
-            self.set_proxy(slot, Proxy::Shifted(shift));
+            let toward_client = n.seq.wrapping_sub(cookie.wrapping_add(1));
+            self.set_proxy(
+                slot,
+                Proxy::Shifted {
+                    toward_client,
+                    toward_service,
+                },
+            );
             return None;
+        }
+        if ip.tcp.ack && !ip.tcp.syn {
+            // A bare ACK to a SYN: the service still holds the tuple (TIME_WAIT) and asks
+            // whether this is the old connection. No: a reset numbered by its ACK ends the old
+            // one (RFC 9293 §3.10.7.3), and the SYN goes again.
+            let (_, server) = self.legs(&flow);
+            if let Some(server) = server {
+                self.queue_frame(server, |buf, macs, leg| {
+                    wire::tcp_rst(buf, macs, leg.ours, leg.theirs, n.ack, None)
+                });
+            }
+            self.open_service_side(slot, syncookie::mss_of(cookie));
+            return Some(Verdict::Drop(DropReason::AwaitingService));
         }
         if !(ip.tcp.syn && ip.tcp.ack) {
             return Some(Verdict::Drop(DropReason::AwaitingService));
         }
-        self.set_proxy(slot, Proxy::Shifted(n.seq.wrapping_sub(cookie)));
+        self.set_proxy(
+            slot,
+            Proxy::Shifted {
+                toward_client: n.seq.wrapping_sub(cookie),
+                toward_service,
+            },
+        );
         self.track(slot, Side::Server, ip.tcp);
         let (client, server) = self.legs(&flow);
         if let Some(server) = server {
@@ -173,7 +230,7 @@ impl Worker {
             });
         }
         // The client may send now, as much as the service's window takes.
-        let numbers = (cookie.wrapping_add(1), n.ack);
+        let numbers = (cookie.wrapping_add(1), n.ack.wrapping_sub(toward_service));
         self.queue_frame(client, |buf, macs, leg| {
             wire::tcp_ack(buf, macs, (leg.ours, leg.theirs), numbers, n.window)
         });
