@@ -219,6 +219,18 @@ fn named(name: &Name) -> &str {
     name.as_str()
 }
 
+/// A monitor bound to a service (`key` = `name`) or a group (`servicegroupname`).
+fn monitor_binding(key: &str, owner: &Name, b: &ctl::conf::model::MonitorBinding) -> Object {
+    let mut o = object(json!({
+        "monitor_name": named(&b.monitor),
+        "monstate": b.settings.mon_state.to_string(),
+        "weight": b.settings.weight.get(),
+        "passive": b.settings.passive,
+    }));
+    o.insert(key.to_owned(), json!(named(owner)));
+    o
+}
+
 /// The bindings of one kind: `(primary name, binding)` pairs, every primary's.
 pub fn bindings(config: &Config, kind: &str, rt: &dyn Runtime) -> Option<Vec<(String, Object)>> {
     let mut out = Vec::new();
@@ -255,14 +267,7 @@ pub fn bindings(config: &Config, kind: &str, rt: &dyn Runtime) -> Option<Vec<(St
         "service_lbmonitor_binding" => {
             for s in config.services.values().filter(|s| s.group.is_none()) {
                 for b in &s.monitors {
-                    let o = object(json!({
-                        "name": named(&s.name),
-                        "monitor_name": named(&b.monitor),
-                        "monstate": b.settings.mon_state.to_string(),
-                        "weight": b.settings.weight.get(),
-                        "passive": b.settings.passive,
-                    }));
-                    out.push((s.name.0.clone(), o));
+                    out.push((s.name.0.clone(), monitor_binding("name", &s.name, b)));
                 }
             }
         }
@@ -296,14 +301,10 @@ pub fn bindings(config: &Config, kind: &str, rt: &dyn Runtime) -> Option<Vec<(St
         "servicegroup_lbmonitor_binding" => {
             for g in config.service_groups.values() {
                 for b in &g.monitors {
-                    let o = object(json!({
-                        "servicegroupname": named(&g.name),
-                        "monitor_name": named(&b.monitor),
-                        "monstate": b.settings.mon_state.to_string(),
-                        "weight": b.settings.weight.get(),
-                        "passive": b.settings.passive,
-                    }));
-                    out.push((g.name.0.clone(), o));
+                    out.push((
+                        g.name.0.clone(),
+                        monitor_binding("servicegroupname", &g.name, b),
+                    ));
                 }
             }
         }

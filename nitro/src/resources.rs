@@ -13,6 +13,19 @@ use crate::reply::{Reply, errors};
 use crate::request::Query;
 use crate::write::{Line, required, text, unit_keys};
 
+/// `ip` or `servername`, never both (NetScaler's 1092); `missing` names the one asked for.
+fn ip_or_server(o: &Attrs, missing: &str) -> Result<String, Reply> {
+    match (text(o, "ip")?, text(o, "servername")?) {
+        (Some(_), Some(_)) => Err(Reply::error(
+            400,
+            1092,
+            "Arguments cannot both be specified [serverName, IP]",
+        )),
+        (Some(t), None) | (None, Some(t)) => Ok(t),
+        (None, None) => Err(errors::missing(missing)),
+    }
+}
+
 /// A resource that holds objects (not a binding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -152,17 +165,7 @@ impl Kind {
             }
             Self::Service => {
                 skip.extend(["servicetype", "ip", "servername", "port"]);
-                let target = match (text(o, "ip")?, text(o, "servername")?) {
-                    (Some(_), Some(_)) => {
-                        return Err(Reply::error(
-                            400,
-                            1092,
-                            "Arguments cannot both be specified [serverName, IP]",
-                        ));
-                    }
-                    (Some(t), None) | (None, Some(t)) => t,
-                    (None, None) => return Err(errors::missing("ip")),
-                };
+                let target = ip_or_server(o, "ip")?;
                 line.arg(required(o, "name")?)
                     .arg(target)
                     .arg(required(o, "servicetype")?)
@@ -466,17 +469,7 @@ impl Binding {
                     .build()
             }
             Self::GroupMember => {
-                let server = match (text(o, "ip")?, text(o, "servername")?) {
-                    (Some(_), Some(_)) => {
-                        return Err(Reply::error(
-                            400,
-                            1092,
-                            "Arguments cannot both be specified [serverName, IP]",
-                        ));
-                    }
-                    (Some(s), None) | (None, Some(s)) => s,
-                    (None, None) => return Err(errors::missing("servername")),
-                };
+                let server = ip_or_server(o, "servername")?;
                 let mut skip = vec!["servicegroupname", "ip", "servername", "port"];
                 skip.extend(["svrstate", "delay", "graceful"]);
                 Line::new(Verb::Bind, Object::ServiceGroup)
