@@ -273,16 +273,21 @@ impl Control {
         self.commit(&mut state, next, &all).map_err(|e| (0, e))
     }
 
-    /// Calls `f` with the running configuration and the live engine, under the lock (the
-    /// two agree).
-    pub fn with_view(&self, f: &mut dyn FnMut(&Config, &dyn render::Runtime)) {
-        let state = self.lock();
-        let rt = LiveRuntime {
+    /// The live engine as `show`/`stat` read it, beside `state`'s configuration.
+    fn live<'a>(&'a self, state: &'a State) -> LiveRuntime<'a> {
+        LiveRuntime {
             control: self,
             config: &state.config,
             drains: &state.drains,
             tables: self.published.load_full(),
-        };
+        }
+    }
+
+    /// Calls `f` with the running configuration and the live engine, under the lock (the
+    /// two agree).
+    pub fn with_view(&self, f: &mut dyn FnMut(&Config, &dyn render::Runtime)) {
+        let state = self.lock();
+        let rt = self.live(&state);
         f(&state.config, &rt);
     }
 
@@ -339,12 +344,7 @@ impl Control {
 
     fn query(&self, cmd: &Command) -> Result<String, CliError> {
         let state = self.lock();
-        let rt = LiveRuntime {
-            control: self,
-            config: &state.config,
-            drains: &state.drains,
-            tables: self.published.load_full(),
-        };
+        let rt = self.live(&state);
         match cmd {
             Command::Show {
                 object,
