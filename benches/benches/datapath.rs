@@ -11,12 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use engine::counters::Counters;
-use engine::health::ServiceHealth;
-use engine::neigh::Neighbours;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::Verdict;
-use engine::worker::{Lanes, MemPort, MonitorRings, Runner, Worker, WorkerSetup};
+use engine::worker::{Crew, Lanes, MemPort, MonitorRings, Runner, Worker};
 use etherparse::PacketBuilder;
 
 const BURST: usize = 64;
@@ -40,27 +37,7 @@ fn worker(flows: usize) -> Worker {
 fn workers(flows: usize, n: usize) -> Vec<Worker> {
     let (cfg, _) = ctl::conf::replay_text(CONFIG);
     let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let (counters, writers) = Counters::new(n, 16);
-    let health = Arc::new(ServiceHealth::new(16));
-    let neighbours = Arc::new(Neighbours::new(64));
-    let mut all: Vec<Worker> = writers
-        .into_iter()
-        .enumerate()
-        .map(|(id, writer)| {
-            let mut w = Worker::new(WorkerSetup {
-                id,
-                workers: n,
-                macs: vec![LB_MAC],
-                flow_capacity: flows,
-                writer,
-                counters: Arc::clone(&counters),
-                health: Arc::clone(&health),
-                tables: Arc::clone(&tables),
-            });
-            w.share_neighbours(Arc::clone(&neighbours));
-            w
-        })
-        .collect();
+    let mut all = Crew::new(n, &[LB_MAC], flows, 16, &tables).workers;
     let w = &mut all[0];
     for i in 1..=3u8 {
         let mut arp = vec![0u8; 42];

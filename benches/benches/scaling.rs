@@ -9,12 +9,9 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use engine::counters::Counters;
-use engine::health::ServiceHealth;
-use engine::neigh::Neighbours;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::Verdict;
-use engine::worker::{BURST, Worker, WorkerSetup};
+use engine::worker::{BURST, Crew, Worker};
 use etherparse::PacketBuilder;
 
 const LB_MAC: [u8; 6] = [2, 0xf1, 0, 0, 0, 1];
@@ -55,24 +52,10 @@ fn arp_reply(i: u8) -> Vec<u8> {
 fn run(k: usize, secs: f64) -> f64 {
     let (cfg, _) = ctl::conf::replay_text(CONFIG);
     let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let (counters, writers) = Counters::new(k, 16);
-    let health = Arc::new(ServiceHealth::new(16));
-    let neighbours = Arc::new(Neighbours::new(64));
-    let workers: Vec<Worker> = writers
+    let workers: Vec<Worker> = Crew::new(k, &[LB_MAC], 1 << 16, 16, &tables)
+        .workers
         .into_iter()
-        .enumerate()
-        .map(|(id, writer)| {
-            let mut w = Worker::new(WorkerSetup {
-                id,
-                workers: k,
-                macs: vec![LB_MAC],
-                flow_capacity: 1 << 16,
-                writer,
-                counters: Arc::clone(&counters),
-                health: Arc::clone(&health),
-                tables: Arc::clone(&tables),
-            });
-            w.share_neighbours(Arc::clone(&neighbours));
+        .map(|mut w| {
             for i in 1..=3 {
                 w.process(0, 0, &mut arp_reply(i));
             }

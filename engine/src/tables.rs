@@ -154,16 +154,6 @@ impl IdPool {
 /// Service name → id and vserver name → id, kept by the control plane across generations.
 /// An id is never given to another name while a flow, a counter window or a worker's (or the
 /// monitor core's) tables may still refer to it; see [`ServiceIds::recycle`].
-/// When workers answer SYNs with SYN cookies (`set lb parameter -synCookie`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SynCookies {
-    /// Once half the embryonic budget is spent (a SYN flood).
-    #[default]
-    UnderPressure,
-    Always,
-    Off,
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct ServiceIds {
     services: IdPool,
@@ -220,7 +210,7 @@ pub struct Tables {
     pub usip_sources: Vec<Ipv4Addr>,
     pub startup_rr_factor: u64,
     /// `set lb parameter -synCookie`.
-    pub syn_cookies: SynCookies,
+    pub syn_cookies: ctl::conf::model::SynCookie,
     /// `-sessionsThreshold` reached: no new persistence session (shared by every
     /// generation; see the control plane's `watch`).
     pub sessions_full: Arc<std::sync::atomic::AtomicBool>,
@@ -463,11 +453,7 @@ impl Tables {
             local,
             usip_sources,
             startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
-            syn_cookies: match config.lb_parameter.syn_cookie {
-                ctl::conf::model::SynCookie::Enabled => SynCookies::UnderPressure,
-                ctl::conf::model::SynCookie::Always => SynCookies::Always,
-                ctl::conf::model::SynCookie::Disabled => SynCookies::Off,
-            },
+            syn_cookies: config.lb_parameter.syn_cookie,
             sessions_full: Arc::default(),
             exact,
             any_port,

@@ -182,33 +182,29 @@ impl DropCounters {
     }
 }
 
-/// What one worker did, as `stat ns` lists it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WorkerFigures {
-    pub core: usize,
-    pub rx: u64,
-    pub tx: u64,
-    pub handoff_in: u64,
-    pub handoff_out: u64,
-    pub drops: u64,
-    /// SNAT ports passed over, and reused, for SYNs without timestamps (see `nat`).
-    pub snat_skipped: u64,
-    pub snat_time_wait: u64,
-    /// The flow table: flows held, its size, TCP flows not answered yet, and flows that gave
-    /// way to new ones (embryonic budget spent or table full).
-    pub flows: u64,
-    pub flow_capacity: u64,
-    pub embryonic: u64,
-    pub flows_given_way: u64,
-    /// SYNs answered with a cookie; ACKs whose cookie proved the handshake; ACKs whose
-    /// cookie did not.
-    pub syn_cookies_sent: u64,
-    pub syn_cookies_valid: u64,
-    pub syn_cookies_failed: u64,
-}
+/// What one worker did, as `stat ns` lists it (the control plane's row, so the two cannot
+/// drift apart).
+pub use ctl::render::WorkerRow as WorkerFigures;
 
-/// Counts per worker besides the drops, in [`WorkerFigures`]' order.
-pub const FIGURES: usize = 13;
+/// The published counts of a worker, one slot each: the only place their order is kept
+/// (`core` and `drops` are not published, they come from the worker's position and its
+/// drop row).
+const FIGURE_FIELDS: [fn(&mut WorkerFigures) -> &mut u64; 13] = [
+    |w| &mut w.rx,
+    |w| &mut w.tx,
+    |w| &mut w.handoff_in,
+    |w| &mut w.handoff_out,
+    |w| &mut w.snat_skipped,
+    |w| &mut w.snat_time_wait,
+    |w| &mut w.flows,
+    |w| &mut w.flow_capacity,
+    |w| &mut w.embryonic,
+    |w| &mut w.flows_given_way,
+    |w| &mut w.syn_cookies_sent,
+    |w| &mut w.syn_cookies_valid,
+    |w| &mut w.syn_cookies_failed,
+];
+const FIGURES: usize = FIGURE_FIELDS.len();
 
 /// Every worker's drop counters and figures, published for `stat` (each worker writes only
 /// its own rows).
@@ -239,11 +235,11 @@ impl SharedDrops {
         }
     }
 
-    /// Copies a worker's frame counts into its row.
-    pub fn publish_figures(&self, worker: usize, figures: [u64; FIGURES]) {
+    /// Copies a worker's counts into its row.
+    pub fn publish_figures(&self, worker: usize, mut figures: WorkerFigures) {
         if let Some(row) = self.figures.get(worker * FIGURES..(worker + 1) * FIGURES) {
-            for (slot, value) in row.iter().zip(figures) {
-                slot.store(value, std::sync::atomic::Ordering::Relaxed);
+            for (slot, field) in row.iter().zip(FIGURE_FIELDS) {
+                slot.store(*field(&mut figures), std::sync::atomic::Ordering::Relaxed);
             }
         }
     }
@@ -256,28 +252,19 @@ impl SharedDrops {
             .iter()
             .enumerate()
             .map(|(w, &core)| {
-                let f = |k: usize| self.figures.get(w * FIGURES + k).map_or(0, load);
                 let drops = self
                     .rows
                     .get(w * n..(w + 1) * n)
                     .map_or(0, |row| row.iter().map(load).sum());
-                WorkerFigures {
+                let mut figures = WorkerFigures {
                     core,
-                    rx: f(0),
-                    tx: f(1),
-                    handoff_in: f(2),
-                    handoff_out: f(3),
-                    snat_skipped: f(4),
-                    snat_time_wait: f(5),
-                    flows: f(6),
-                    flow_capacity: f(7),
-                    embryonic: f(8),
-                    flows_given_way: f(9),
-                    syn_cookies_sent: f(10),
-                    syn_cookies_valid: f(11),
-                    syn_cookies_failed: f(12),
                     drops,
+                    ..WorkerFigures::default()
+                };
+                for (k, field) in FIGURE_FIELDS.iter().enumerate() {
+                    *field(&mut figures) = self.figures.get(w * FIGURES + k).map_or(0, load);
                 }
+                figures
             })
             .collect()
     }

@@ -8,7 +8,7 @@ use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::{DropReason, Verdict};
-use engine::worker::{Worker, WorkerSetup};
+use engine::worker::{Crew, Worker, WorkerSetup};
 use etherparse::{Ipv4HeaderSlice, PacketBuilder, TcpHeaderSlice, UdpHeaderSlice};
 
 mod common;
@@ -45,18 +45,13 @@ impl Lab {
         let mut tables = Tables::build(&cfg, &mut ids, 1);
         tables.attach_persistence(&mut std::collections::HashMap::new(), 1024);
         let tables = Arc::new(tables);
-        let (counters, mut writers) = Counters::new(1, 64);
-        let health = Arc::new(ServiceHealth::new(64));
-        let worker = Worker::new(WorkerSetup {
-            id: 0,
-            workers: 1,
-            macs: vec![LB_MAC],
-            flow_capacity: flows,
-            writer: writers.remove(0),
-            counters: Arc::clone(&counters),
-            health: Arc::clone(&health),
-            tables,
-        });
+        let Crew {
+            mut workers,
+            counters,
+            health,
+            ..
+        } = Crew::one(&[LB_MAC], flows, 64, &tables);
+        let worker = workers.remove(0);
         let mut lab = Self {
             worker,
             counters,

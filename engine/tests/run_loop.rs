@@ -6,13 +6,10 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::DropReason;
-use engine::worker::{
-    DeviceDrops, MemPort, MonitorRings, Port, PortError, Runner, Worker, WorkerSetup,
-};
+use engine::worker::{Crew, DeviceDrops, MemPort, MonitorRings, Port, PortError, Runner};
 use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
 
 mod common;
@@ -34,21 +31,16 @@ fn tables(config: &str, generation: u64, ids: &mut ServiceIds) -> Arc<Tables> {
 }
 
 fn runner(ports: usize, monitor: MonitorRings) -> (Runner<MemPort>, Arc<ServiceHealth>) {
-    let (counters, mut writers) = Counters::new(1, 16);
-    let health = Arc::new(ServiceHealth::new(16));
+    let tables = tables(CONFIG, 1, &mut ServiceIds::default());
+    let Crew {
+        mut workers,
+        health,
+        ..
+    } = Crew::one(&vec![LB_MAC; ports], 1024, 16, &tables);
     for s in 0..2 {
         health.set_up(s, true);
     }
-    let worker = Worker::new(WorkerSetup {
-        id: 0,
-        workers: 1,
-        macs: vec![LB_MAC; ports],
-        flow_capacity: 1024,
-        writer: writers.remove(0),
-        counters,
-        health: Arc::clone(&health),
-        tables: tables(CONFIG, 1, &mut ServiceIds::default()),
-    });
+    let worker = workers.remove(0);
     let ports = (0..ports).map(|_| MemPort::new(8)).collect();
     (Runner::new(worker, ports, monitor), health)
 }

@@ -6,17 +6,14 @@
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use engine::counters::Counters;
 use engine::flow::FlowKey;
-use engine::health::ServiceHealth;
 use engine::nat::Snat;
-use engine::neigh::Neighbours;
 use engine::rss::{MICROSOFT_KEY, Rss};
 use engine::tables::{ServiceIds, Tables};
 use engine::verdict::DropReason;
 use engine::wire::{self, Packet, Proto};
 use engine::worker::steer::Steering;
-use engine::worker::{Lanes, MemPort, MonitorRings, Runner, Worker, WorkerSetup};
+use engine::worker::{Crew, Lanes, MemPort, MonitorRings, Runner};
 use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice, UdpHeaderSlice};
 
 mod common;
@@ -47,25 +44,11 @@ impl Nic {
         let (cfg, errors) = ctl::conf::replay_text(CONFIG);
         assert!(errors.is_empty(), "{errors:?}");
         let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-        let (counters, writers) = Counters::new(workers, 16);
-        let health = Arc::new(ServiceHealth::new(16));
-        let neighbours = Arc::new(Neighbours::new(64));
         let mut lanes = Lanes::mesh(workers, 256).into_iter();
-        let runners = writers
+        let runners = Crew::new(workers, &[LB_MAC], 4096, 16, &tables)
+            .workers
             .into_iter()
-            .enumerate()
-            .map(|(id, writer)| {
-                let mut w = Worker::new(WorkerSetup {
-                    id,
-                    workers,
-                    macs: vec![LB_MAC],
-                    flow_capacity: 4096,
-                    writer,
-                    counters: Arc::clone(&counters),
-                    health: Arc::clone(&health),
-                    tables: Arc::clone(&tables),
-                });
-                w.share_neighbours(Arc::clone(&neighbours));
+            .map(|mut w| {
                 if let Some(rss) = &rss {
                     w.steer_by_rss(Arc::clone(rss));
                 }

@@ -6,10 +6,8 @@
 use std::net::Ipv4Addr;
 use std::sync::{Arc, OnceLock};
 
-use engine::counters::Counters;
-use engine::health::ServiceHealth;
 use engine::tables::{ServiceIds, Tables};
-use engine::worker::{Worker, WorkerSetup};
+use engine::worker::Crew;
 use libfuzzer_sys::fuzz_target;
 
 const LB_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xfe];
@@ -60,18 +58,13 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, mut data)) = data.split_first() else {
         return;
     };
-    let (counters, mut writers) = Counters::new(1, 64);
     let capacity = 64;
-    let mut worker = Worker::new(WorkerSetup {
-        id: 0,
-        workers: 1,
-        macs: vec![LB_MAC],
-        flow_capacity: capacity,
-        writer: writers.remove(0),
-        counters,
-        health: Arc::new(ServiceHealth::new(64)),
-        tables: tables(mode & 1 == 1),
-    });
+    let Some(mut worker) = Crew::one(&[LB_MAC], capacity, 64, &tables(mode & 1 == 1))
+        .workers
+        .pop()
+    else {
+        return;
+    };
     let mut now = 1_000u64;
     worker.housekeeping(now);
     worker.drain_outbox(|_, _| {});

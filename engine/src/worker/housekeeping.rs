@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::verdict::SharedDrops;
+use crate::verdict::{SharedDrops, WorkerFigures};
 
 use super::flush::flush_due;
 use super::{SWEEP_BUDGET, Worker};
@@ -26,21 +26,23 @@ impl Worker {
             let s = &self.stats;
             shared.publish_figures(
                 self.id,
-                [
-                    s.rx,
-                    s.tx,
-                    s.handoff_in,
-                    s.handoff_out,
-                    s.snat_skipped,
-                    s.snat_time_wait,
-                    self.flows.len() as u64,
-                    self.flows.capacity() as u64,
-                    self.flows.embryonic() as u64,
-                    s.flows_given_way,
-                    s.syn_cookies_sent,
-                    s.syn_cookies_valid,
-                    s.syn_cookies_failed,
-                ],
+                WorkerFigures {
+                    core: self.id,
+                    rx: s.rx,
+                    tx: s.tx,
+                    handoff_in: s.handoff_in,
+                    handoff_out: s.handoff_out,
+                    drops: 0,
+                    snat_skipped: s.snat_skipped,
+                    snat_time_wait: s.snat_time_wait,
+                    flows: self.flows.len() as u64,
+                    flow_capacity: self.flows.capacity() as u64,
+                    embryonic: self.flows.embryonic() as u64,
+                    flows_given_way: s.flows_given_way,
+                    syn_cookies_sent: s.syn_cookies_sent,
+                    syn_cookies_valid: s.syn_cookies_valid,
+                    syn_cookies_failed: s.syn_cookies_failed,
+                },
             );
         }
         // An empty table needs no sweep (an idle worker's rounds stay cheap).

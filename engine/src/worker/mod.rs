@@ -16,6 +16,7 @@
 
 mod arp;
 mod burst;
+mod crew;
 mod flush;
 pub mod handoff;
 mod housekeeping;
@@ -40,6 +41,7 @@ use crate::tables::Tables;
 use crate::verdict::{DropCounters, SharedDrops, Verdict};
 use crate::wire::Mac;
 
+pub use crew::Crew;
 pub use handoff::Lanes;
 pub use port::{DeviceDrops, FrameBuf, MemPort, Port, PortError};
 pub use run::{MonitorRings, Runner};

@@ -12,36 +12,10 @@ prints one line `sent KIND N` per kind.
 
 import random
 import socket
-import struct
 import sys
 import time
 
-
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def ipv4(src, dst, proto, payload, ttl=64, ihl=5, flags_frag=0, total=None):
-    total = 20 + len(payload) if total is None else total
-    header = struct.pack(
-        "!BBHHHBBH4s4s", 0x40 | ihl, 0, total, 0, flags_frag, ttl, proto, 0, src, dst
-    )
-    header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
-    return header + payload
-
-
-def tcp(src, dst, sport, dport, flags, good_sum=True):
-    segment = struct.pack("!HHIIBBHHH", sport, dport, 1, 1, 5 << 4, flags, 1024, 0, 0)
-    pseudo = src + dst + struct.pack("!BBH", 0, 6, len(segment))
-    value = checksum(pseudo + segment)
-    if not good_sum:
-        value ^= 0x5A5A
-    return segment[:16] + struct.pack("!H", value) + segment[18:]
+from packets import ipv4, tcp
 
 
 def kinds(src, dst, rng):

@@ -14,30 +14,16 @@ import struct
 import sys
 import time
 
+from packets import ipv4, tcp
+
 SOURCE_NET = (198, 19)
-
-
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 def syn(src, dst, sport, dport, seq):
     # MSS 1460, as a real client offers.
     options = struct.pack("!BBH", 2, 4, 1460)
-    offset = (20 + len(options)) // 4
-    header = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, offset << 4, 0x02, 64240, 0, 0)
-    segment = header + options
-    pseudo = src + dst + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(segment))
-    segment = segment[:16] + struct.pack("!H", checksum(pseudo + segment)) + segment[18:]
-    ip = struct.pack(
-        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(segment), 0, 0, 64, socket.IPPROTO_TCP, 0, src, dst
-    )
-    return ip + segment
+    segment = tcp(src, dst, sport, dport, 0x02, seq=seq, ack=0, window=64240, options=options)
+    return ipv4(src, dst, socket.IPPROTO_TCP, segment)
 
 
 def main():
