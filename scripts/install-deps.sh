@@ -12,12 +12,15 @@ set -euo pipefail
 #         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh), netsniff-ng (trafgen, the
 #         frame generator of scripts/floor-bench.sh)
+#  dashboard: chromium and chromium-driver (the NITRO dashboard's test in a real headless
+#         browser, driven over WebDriver by engine/tests/scripts/dashboard.py)
 #  packaging: man-db (the man pages render in the tests), lintian (checks the .deb),
 #         systemd (systemd-analyze verify/security on the unit), adduser (the package's
 #         user and group)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang man-db lintian systemd adduser
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng python3)
+          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng python3
+          chromium chromium-driver)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

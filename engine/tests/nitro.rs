@@ -591,3 +591,105 @@ fn nitro_over_https_makes_its_certificate_once() {
     assert_eq!(plain.status, 0);
     lab.stop();
 }
+
+#[test]
+fn the_dashboard_shows_a_service_go_down_in_a_real_browser() {
+    use std::io::BufRead;
+    let mut lab = lab_with_management_address("nitroweb");
+    // A monitor that measures response times (LRTM), for the page to show them.
+    let config = format!(
+        "{BASE}add lb monitor web-rt HTTP -LRTM ENABLED -interval 2 -resptimeout 1\nbind service s1 -monitorName web-rt\n"
+    );
+    start(&mut lab, &config);
+    // The page and its files come from the binary; the API behind it needs a session.
+    let page = lab.client(&["curl", "-s", "-i", &format!("http://{MGMT}:{PORT}/")]);
+    let page = String::from_utf8_lossy(&page.stdout).into_owned();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'self'"),
+        "{page}"
+    );
+    assert!(page.contains("<script src=\"/dashboard.js\">"), "{page}");
+    let anonymous = nitro(&lab, "GET", "/nitro/v1/stat/nsdropreason", None, &[]);
+    assert_eq!(anonymous.status, 401);
+    for _ in 0..5 {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-m",
+            "5",
+            &format!("http://{VIP}/"),
+        ]);
+        assert_eq!(backend_name(&out.stdout), "backend-1");
+    }
+
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/dashboard.py");
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let _ = std::fs::remove_file(&shot);
+    let mut browser = lab.client_spawn(&[
+        "python3",
+        &script.to_string_lossy(),
+        &format!("http://{MGMT}:{PORT}/"),
+        "viewer",
+        "look0nly",
+        "s1",
+        &shot.to_string_lossy(),
+    ]);
+    let mut said = Vec::new();
+    for line in std::io::BufReader::new(browser.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        eprintln!("browser: {line}");
+        if line == "UP" {
+            // The browser saw s1 UP: now its backend goes away.
+            lab.stop_backend(1);
+        }
+        said.push(line);
+    }
+    let status = browser.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(browser.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{said:?}\n{stderr}");
+    let has = |l: &str| said.iter().any(|s| s == l);
+    assert!(has("UP") && has("DOWN"), "{said:?}");
+    assert!(has("vservers 1"), "{said:?}");
+    // Name, VIP, method and state as the page drew them while s1 was UP.
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("row web 198.18.0.100:80 ROUNDROBIN UP 100 %")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(
+            |l| l.starts_with("service-row s1 198.18.0.11:80 web (1) UP") && l.contains(" ms ")
+        ),
+        "{said:?}"
+    );
+    assert!(has("charts 4"), "{said:?}");
+    assert!(has("errors 0"), "{said:?}");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
+    eprintln!("screenshot: {}", shot.display());
+    // The API the page read says the same.
+    let a = nitro(
+        &lab,
+        "GET",
+        "/nitro/v1/stat/service/s1",
+        None,
+        &[
+            "X-NITRO-USER: viewer".into(),
+            "X-NITRO-PASS: look0nly".into(),
+        ],
+    );
+    assert_eq!(a.body["service"][0]["state"], "DOWN", "{:?}", a.body);
+    lab.stop();
+}

@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 use crate::reply::{Reply, reason};
 use crate::request::Request;
-use crate::{Appliance, MAX_BODY, Nitro};
+use crate::{Appliance, MAX_BODY, Nitro, dashboard};
 
 /// Connections served at once per listener; more wait in the kernel's backlog.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -115,12 +115,45 @@ fn response(reply: Reply) -> hyper::Response<Full<Bytes>> {
     resp
 }
 
+/// A file of the dashboard, or 404.
+fn page(method: &hyper::Method, path: &str) -> hyper::Response<Full<Bytes>> {
+    let found = dashboard::lookup(path)
+        .filter(|_| method == hyper::Method::GET || method == hyper::Method::HEAD);
+    let (status, content_type, body) = match found {
+        Some(a) => (200, a.content_type, Bytes::from_static(a.body)),
+        None => (
+            404,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"Not Found\n"),
+        ),
+    };
+    let body = if method == hyper::Method::HEAD {
+        Bytes::new()
+    } else {
+        body
+    };
+    hyper::Response::builder()
+        .status(status)
+        .header("Content-Type", content_type)
+        .header(
+            "Content-Security-Policy",
+            dashboard::CONTENT_SECURITY_POLICY,
+        )
+        .header("X-Content-Type-Options", "nosniff")
+        .header("Cache-Control", "no-cache")
+        .body(Full::new(body))
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+}
+
 async fn serve_request<A: Appliance + 'static>(
     nitro: Arc<Nitro<A>>,
     peer: SocketAddr,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
     let (parts, body) = req.into_parts();
+    if !parts.uri.path().starts_with("/nitro/") {
+        return Ok(page(&parts.method, parts.uri.path()));
+    }
     let body = match Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => b.to_bytes().to_vec(),
         Err(_) => {

@@ -10,9 +10,10 @@
 //! * `reply` — status lines with NetScaler's reason phrases, the error envelope and codes;
 //! * `auth` — sessions, per-request credentials, command policies, failed-login limits;
 //! * `resources`, `read`, `write` — the configuration resources; `stat` — statistics;
-//! * `http` — the HTTP and HTTPS listeners (hyper, rustls).
+//! * `http` — the HTTP and HTTPS listeners (hyper, rustls); `dashboard` — the page at `/`.
 
 pub mod auth;
+pub mod dashboard;
 pub mod http;
 pub mod read;
 pub mod reply;
@@ -223,7 +224,7 @@ impl<A: Appliance> Nitro<A> {
             Ok(token) => {
                 let mut r = Reply::done(201, Some(("sessionid", json!(token))));
                 r.cookie = Some(format!(
-                    "NITRO_AUTH_TOKEN={}; path=/nitro/v1; HttpOnly",
+                    "NITRO_AUTH_TOKEN={}; path=/nitro/v1; HttpOnly; SameSite=Strict",
                     token.replace('#', "%23")
                 ));
                 r
@@ -329,6 +330,7 @@ impl<A: Appliance> Nitro<A> {
                         return;
                     }
                 },
+                "nsdropreason" => Some(stat::dropreasons(rt)),
                 "ns" => {
                     reply = Some(Reply::done(
                         200,

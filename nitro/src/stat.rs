@@ -95,6 +95,9 @@ fn service_object(view: &ServiceView<'_>) -> Object {
         "state": stat_state(view.state),
         "throughput": mbits.to_string(),
         "throughputrate": mbits,
+        // Fulcrum's own: the monitor's last response time, in microseconds (`avgsvrttfb`
+        // is whole milliseconds).
+        "monitorresponsetimeus": st.response_time_us.unwrap_or(0).to_string(),
         "avgsvrttfb": st.response_time_us.or(st.measured_response_time_us).map_or(0, |us| us / 1000).to_string(),
         "curclntconnections": st.active.to_string(),
         "cursrvrconnections": st.active.to_string(),
@@ -176,6 +179,15 @@ pub fn servicegroupmember(
             })
             .collect(),
     )
+}
+
+/// `stat nsdropreason` (Fulcrum's own resource): frames the workers dropped, by reason, as
+/// `stat ns` lists them; reasons that never happened are left out.
+pub fn dropreasons(rt: &dyn Runtime) -> Vec<Object> {
+    rt.drops()
+        .into_iter()
+        .map(|(reason, frames)| object(json!({"reason": reason, "frames": frames.to_string()})))
+        .collect()
 }
 
 /// `stat ns`: the system as a whole (a singleton: an object, as appliances send it).
