@@ -693,3 +693,133 @@ fn the_dashboard_shows_a_service_go_down_in_a_real_browser() {
     assert_eq!(a.body["service"][0]["state"], "DOWN", "{:?}", a.body);
     lab.stop();
 }
+
+/// `fulcrumctl stat … -format json`: the first object of its JSON line.
+fn cli_stat(lab: &Lab, args: &[&str]) -> Value {
+    let mut all = vec!["stat"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-format", "json"]);
+    let out = lab.ctl(&all);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with('['))
+        .unwrap_or_else(|| panic!("{text}"));
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {text}"));
+    v[0].clone()
+}
+
+/// Whether NITRO's rate `n`, read between the CLI's `a` and `b`, is theirs: rates are the
+/// change since the oldest sample of the window, at the moment they are read, so between two
+/// reads they move by what a fraction of a second adds (a tenth, and 2 for small counts).
+fn rate_agrees(a: u64, n: u64, b: u64) -> bool {
+    let slack = a.max(b) / 10 + 2;
+    a.min(b).saturating_sub(slack) <= n && n <= a.max(b) + slack
+}
+
+/// A counter as either side writes it: NITRO's 64-bit counters are strings.
+fn counter(v: &Value) -> u64 {
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("not a counter: {v}"))
+}
+
+#[test]
+fn nitro_stat_agrees_with_the_cli_stat_within_one_sampling_interval() {
+    let mut lab = lab_with_management_address("nitrostat");
+    start(&mut lab, BASE);
+    let viewer = [
+        "X-NITRO-USER: viewer".to_owned(),
+        "X-NITRO-PASS: look0nly".to_owned(),
+    ];
+    // New connections for about 20 s (bounded by count and time).
+    let load = format!(
+        "for i in $(seq 400); do curl -s -o /dev/null -m 2 http://{VIP}/; sleep 0.03; done"
+    );
+    let mut client = lab.client_spawn(&["timeout", "40", "bash", "-c", &load]);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // (the CLI's name, NITRO's name) for the totals, which only grow, and for the rates.
+    let service_totals = [
+        ("hits", "vsvrservicehits"),
+        ("packets", "totalpktsrecvd"),
+        ("bytes", "totalrequestbytes"),
+    ];
+    let service_rates = [
+        ("hitsrate", "vsvrservicehitsrate"),
+        ("bytesrate", "requestbytesrate"),
+    ];
+    let mut rates_seen = 0;
+    for round in 0..10 {
+        // NITRO's reading between two of the CLI's: a total lies between them, a rate by
+        // them (see `rate_agrees`).
+        let (s0, v0) = (
+            cli_stat(&lab, &["service", "s1"]),
+            cli_stat(&lab, &["lb", "vserver", "web"]),
+        );
+        let service = nitro(&lab, "GET", "/nitro/v1/stat/service/s1", None, &viewer).body;
+        let vserver = nitro(&lab, "GET", "/nitro/v1/stat/lbvserver/web", None, &viewer).body;
+        let (s1, v1) = (
+            cli_stat(&lab, &["service", "s1"]),
+            cli_stat(&lab, &["lb", "vserver", "web"]),
+        );
+        let (service, vserver) = (&service["service"][0], &vserver["lbvserver"][0]);
+        for (cli, ours) in service_totals {
+            let (lo, n, hi) = (
+                counter(&s0[cli]),
+                counter(&service[ours]),
+                counter(&s1[cli]),
+            );
+            assert!(
+                lo <= n && n <= hi,
+                "round {round}: {cli} {lo}..{hi}, NITRO {ours} {n}"
+            );
+        }
+        let (lo, n, hi) = (
+            counter(&v0["hits"]),
+            counter(&vserver["tothits"]),
+            counter(&v1["hits"]),
+        );
+        assert!(
+            lo <= n && n <= hi,
+            "round {round}: vserver hits {lo}..{hi}, NITRO {n}"
+        );
+        for (cli, ours) in service_rates {
+            let (a, n, b) = (
+                counter(&s0[cli]),
+                counter(&service[ours]),
+                counter(&s1[cli]),
+            );
+            assert!(
+                rate_agrees(a, n, b),
+                "round {round}: {cli} {a}/{b}, NITRO {ours} {n}"
+            );
+            rates_seen += usize::from(n > 0);
+        }
+        let (a, n, b) = (
+            counter(&v0["hitsrate"]),
+            counter(&vserver["hitsrate"]),
+            counter(&v1["hitsrate"]),
+        );
+        assert!(
+            rate_agrees(a, n, b),
+            "round {round}: vserver hitsrate {a}/{b}, NITRO {n}"
+        );
+        assert_eq!(vserver["state"], "UP");
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    assert!(rates_seen >= 10, "the load made rates: {rates_seen}");
+    let _ = client.wait();
+    // At rest, the two agree exactly, gauges included.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let cli = cli_stat(&lab, &["service", "s1"]);
+    let ours = nitro(&lab, "GET", "/nitro/v1/stat/service/s1", None, &viewer).body;
+    let ours = &ours["service"][0];
+    for (c, n) in service_totals
+        .iter()
+        .chain(&[("activetransactions", "curclntconnections")])
+    {
+        assert_eq!(counter(&cli[*c]), counter(&ours[*n]), "{c} / {n}");
+    }
+    assert!(counter(&cli["hits"]) >= 100, "{cli}");
+    lab.stop();
+}
