@@ -12,6 +12,7 @@ set -euo pipefail
 #         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh), netsniff-ng (trafgen, the
 #         frame generator of scripts/floor-bench.sh)
+#  NITRO clients: python3-venv (the venv below)
 #  dashboard: chromium and chromium-driver (the NITRO dashboard's test in a real headless
 #         browser, driven over WebDriver by engine/tests/scripts/dashboard.py)
 #  packaging: man-db (the man pages render in the tests), lintian (checks the .deb),
@@ -20,7 +21,7 @@ set -euo pipefail
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang man-db lintian systemd adduser
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
           curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng python3
-          chromium chromium-driver)
+          python3-venv chromium chromium-driver)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -48,4 +49,16 @@ cargo fetch --locked -q
 # cargo-fuzz runs the fuzz targets (scripts/fuzz.sh); built from crates.io once.
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --version 0.13.2 --locked -q
+fi
+
+# NITRO clients the project did not write, driven by engine/tests/nitro.rs: Ansible's
+# community.network.netscaler_nitro_request module (Citrix's own, in the ansible 8.7.0
+# package with ansible-core 2.15) and the Nagios/Icinga plugin check_netscaler, from PyPI
+# into a venv of Debian's Python (pinned: a test must not change under us).
+NITRO_CLIENTS=/opt/fulcrum-test/nitro-clients
+if [ ! -x "$NITRO_CLIENTS/bin/ansible-playbook" ] || [ ! -x "$NITRO_CLIENTS/bin/check_netscaler" ]; then
+  echo "install-deps: installing the NITRO clients into $NITRO_CLIENTS"
+  /usr/bin/python3 -m venv "$NITRO_CLIENTS"
+  "$NITRO_CLIENTS/bin/pip" install -q --disable-pip-version-check \
+    ansible==8.7.0 ansible-core==2.15.13 check_netscaler==2.7.0
 fi

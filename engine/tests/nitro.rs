@@ -364,6 +364,13 @@ fn nitro_builds_changes_and_saves_what_the_cli_sees() {
     assert_eq!(a.status, 200, "{:?}", a.body);
     let before = running_config(&lab);
     assert!(before.contains("add lb vserver api-web"), "{before}");
+    // The running configuration and whether it is saved, by NITRO too (both ask the control
+    // plane from inside a request: once a deadlock).
+    let a = nitro(&lab, "GET", "/nitro/v1/config/nsrunningconfig", None, &auth);
+    let text = a.body["nsrunningconfig"]["response"].as_str().unwrap_or("");
+    assert!(text.contains("add lb vserver api-web"), "{:?}", a.body);
+    let a = nitro(&lab, "GET", "/nitro/v1/config/nsconfig", None, &auth);
+    assert_eq!(a.body["nsconfig"]["configchanged"], false, "{:?}", a.body);
     let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
     lab.stop();
     start(&mut lab, &saved);
@@ -821,5 +828,178 @@ fn nitro_stat_agrees_with_the_cli_stat_within_one_sampling_interval() {
         assert_eq!(counter(&cli[*c]), counter(&ours[*n]), "{c} / {n}");
     }
     assert!(counter(&cli["hits"]) >= 100, "{cli}");
+    lab.stop();
+}
+
+/// Where `scripts/install-deps.sh` puts the NITRO clients from PyPI.
+const NITRO_CLIENTS: &str = "/opt/fulcrum-test/nitro-clients/bin";
+
+/// One tag of `tests/scripts/nitro-ansible.yml`, run by ansible-playbook in the client
+/// namespace: whether it passed, and what it printed.
+fn ansible(lab: &Lab, tag: &str) -> (bool, String) {
+    let playbook =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/nitro-ansible.yml");
+    let home = lab.dir.join("ansible");
+    let vars = json!({
+        "nsip": format!("{MGMT}:{PORT}"),
+        "nitro_user": "api-admin",
+        "nitro_pass": "s3cret pass",
+        "vip": VIP.to_string(),
+        "ansible_python_interpreter": format!("{NITRO_CLIENTS}/python"),
+    })
+    .to_string();
+    let out = lab.client(&[
+        "env",
+        "LC_ALL=C.UTF-8",
+        "ANSIBLE_NOCOLOR=1",
+        "ANSIBLE_RETRY_FILES_ENABLED=0",
+        &format!("ANSIBLE_HOME={}", home.display()),
+        &format!("ANSIBLE_LOCAL_TEMP={}/tmp", home.display()),
+        &format!("{NITRO_CLIENTS}/ansible-playbook"),
+        "-i",
+        "localhost,",
+        &playbook.to_string_lossy(),
+        "--tags",
+        tag,
+        "-e",
+        &vars,
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// check_netscaler (the Nagios/Icinga plugin) as the viewer: its exit code (0 OK, 1
+/// WARNING, 2 CRITICAL, 3 UNKNOWN) and its line.
+fn check_netscaler(lab: &Lab, args: &[&str]) -> (i32, String) {
+    let port = PORT.to_string();
+    let mut all = vec!["env", "NETSCALER_USER=viewer", "NETSCALER_PASS=look0nly"];
+    let program = format!("{NITRO_CLIENTS}/check_netscaler");
+    all.extend_from_slice(&[&program, "-H", MGMT, "-P", &port, "--no-ssl"]);
+    all.extend_from_slice(args);
+    let out = lab.client(&all);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn ansible_and_a_nagios_check_drive_fulcrum_through_nitro() {
+    let mut lab = lab_with_management_address("nitroans");
+    start(&mut lab, BASE);
+
+    // Ansible builds a server, a service, a vserver and the binding (and reads them back,
+    // asserting what it made); traffic then reaches the new service.
+    let (ok, log) = ansible(&lab, "build");
+    assert!(ok, "{log}");
+    assert!(log.contains("failed=0"), "{log}");
+    let up = lab.wait_service_state("s-ansible", "UP", std::time::Duration::from_secs(15));
+    assert!(up.is_some());
+    let mut answered = String::new();
+    for _ in 0..30 {
+        let out = lab.client(&[
+            "curl",
+            "-s",
+            "-i",
+            "-m",
+            "2",
+            &format!("http://{VIP}:8081/"),
+        ]);
+        answered = backend_name(&out.stdout);
+        if answered == "backend-2" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(answered, "backend-2", "traffic reaches what Ansible made");
+    let show = String::from_utf8_lossy(&lab.ctl(&["show", "lb", "vserver", "ansible-web"]).stdout)
+        .into_owned();
+    assert!(
+        show.contains("198.18.0.100:8081") && show.contains("s-ansible"),
+        "{show}"
+    );
+
+    // The Nagios plugin reads the same state: OK while UP, and unsaved changes are seen.
+    let (code, line) = check_netscaler(
+        &lab,
+        &["-C", "state", "-o", "lbvserver", "-n", "ansible-web"],
+    );
+    assert_eq!(code, 0, "{line}");
+    let (code, line) = check_netscaler(&lab, &["-C", "state", "-o", "service", "-n", "s-ansible"]);
+    assert_eq!(code, 0, "{line}");
+    let (code, line) = check_netscaler(&lab, &["-C", "nsconfig"]);
+    assert_eq!(code, 1, "unsaved changes are a WARNING: {line}");
+    let (code, line) = check_netscaler(
+        &lab,
+        &[
+            "-C",
+            "perfdata",
+            "-o",
+            "lbvserver",
+            "-n",
+            "tothits,curclntconnections",
+            "-L",
+            "name",
+        ],
+    );
+    assert_eq!(code, 0, "{line}");
+    // Nagios perfdata, labelled by vserver: `'ansible-web.tothits'=1.0;;`.
+    assert!(line.contains("'ansible-web.tothits'="), "{line}");
+
+    // Ansible changes the method, drains, enables, renames and saves.
+    let (ok, log) = ansible(&lab, "change");
+    assert!(ok, "{log}");
+    let config = running_config(&lab);
+    // LEASTCONNECTION is the default: the line no longer names a method.
+    assert!(
+        config.contains("add lb vserver ansible-web HTTP 198.18.0.100 8081\n"),
+        "{config}"
+    );
+    assert!(
+        config.contains("bind lb vserver ansible-web s-ansible-2 -weight 30"),
+        "{config}"
+    );
+    let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    assert!(
+        saved.contains("add service s-ansible-2 srv-ansible HTTP 80"),
+        "{saved}"
+    );
+    let (code, line) = check_netscaler(&lab, &["-C", "nsconfig"]);
+    assert_eq!(code, 0, "saved: {line}");
+
+    // Its backend stops: the plugin turns CRITICAL.
+    lab.stop_backend(2);
+    assert!(
+        lab.wait_service_state("s-ansible-2", "DOWN", std::time::Duration::from_secs(30))
+            .is_some()
+    );
+    let (code, line) =
+        check_netscaler(&lab, &["-C", "state", "-o", "service", "-n", "s-ansible-2"]);
+    assert_eq!(code, 2, "{line}");
+
+    // A restart brings back what Ansible saved; then Ansible takes it all away again.
+    let saved = std::fs::read_to_string(lab.dir.join("ns.conf")).unwrap();
+    lab.stop();
+    start(&mut lab, &saved);
+    let after = running_config(&lab);
+    assert!(
+        after.contains("add lb vserver ansible-web HTTP 198.18.0.100 8081"),
+        "{after}"
+    );
+    let (ok, log) = ansible(&lab, "teardown");
+    assert!(ok, "{log}");
+    let end = running_config(&lab);
+    assert!(!end.contains("ansible"), "{end}");
+    assert!(
+        !std::fs::read_to_string(lab.dir.join("ns.conf"))
+            .unwrap()
+            .contains("ansible")
+    );
     lab.stop();
 }

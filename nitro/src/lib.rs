@@ -45,6 +45,8 @@ pub trait Appliance: Send + Sync {
     fn save(&self) -> Result<(), CliError>;
     /// `show ns runningConfig`.
     fn running_config(&self) -> String;
+    /// Whether the running configuration differs from the saved one.
+    fn config_changed(&self) -> bool;
 }
 
 /// The API: an [`Appliance`] and the sessions of its callers.
@@ -237,14 +239,27 @@ impl<A: Appliance> Nitro<A> {
     }
 
     fn get(&self, t: &Target) -> Reply {
+        let (r, a) = (t.resource.as_str(), &self.appliance);
+        // These two ask the appliance themselves: not inside `read`, which holds its state.
+        match r {
+            "nsrunningconfig" => {
+                return Reply::done(200, Some((r, json!({"response": a.running_config()}))));
+            }
+            "nsconfig" => {
+                let changed = a.config_changed();
+                return Reply::done(
+                    200,
+                    Some((r, json!({"message": "", "configchanged": changed}))),
+                );
+            }
+            _ => {}
+        }
         let mut reply = None;
-        self.appliance.read(&mut |config, rt| {
-            reply = Some(Self::get_in(config, rt, t, &self.appliance));
-        });
+        a.read(&mut |config, rt| reply = Some(Self::get_in(config, rt, t)));
         reply.unwrap_or_else(|| Reply::error(599, 278, "The configuration could not be read"))
     }
 
-    fn get_in(config: &Config, rt: &dyn Runtime, t: &Target, a: &A) -> Reply {
+    fn get_in(config: &Config, rt: &dyn Runtime, t: &Target) -> Reply {
         let r = t.resource.as_str();
         if let Some(kind) = Kind::named(r) {
             if kind.singleton() {
@@ -293,13 +308,6 @@ impl<A: Appliance> Nitro<A> {
                 }
                 Reply::done(200, Some((r, json!([o]))))
             }
-            "nsrunningconfig" => {
-                Reply::done(200, Some((r, json!({"response": a.running_config()}))))
-            }
-            "nsconfig" => Reply::done(
-                200,
-                Some((r, json!({"message": "", "configchanged": false}))),
-            ),
             other => errors::unknown_resource(other),
         }
     }
@@ -463,11 +471,15 @@ impl<A: Appliance> Nitro<A> {
 
     fn delete(&self, t: &Target) -> Reply {
         let r = t.resource.as_str();
-        let name = t.name.clone().or_else(|| {
-            Kind::named(r)
-                .and_then(|k| t.query.arg(k.key()))
-                .map(str::to_owned)
-        });
+        // The name in the URL, or among `?args=` under its key (`name`, `servicegroupname`…),
+        // as Ansible's `delete_by_args` sends it.
+        let key = Kind::named(r)
+            .map(Kind::key)
+            .or_else(|| Binding::named(r).map(Binding::primary));
+        let name = t
+            .name
+            .clone()
+            .or_else(|| key.and_then(|k| t.query.arg(k)).map(str::to_owned));
         let Some(name) = name else {
             return errors::missing("name");
         };

@@ -296,6 +296,18 @@ impl Control {
         self.query(cmd)
     }
 
+    /// Whether the running configuration differs from the saved file (NITRO's
+    /// `nsconfig.configchanged`): both written out as `save ns config` would. A file that
+    /// does not load counts as changed.
+    pub fn unsaved_changes(&self) -> bool {
+        let saved = match conf::load_with(&self.config_path, self.unsupported) {
+            Ok(l) => l.config,
+            Err(_) => return true,
+        };
+        let stamp = "";
+        conf::render(&self.lock().config, stamp) != conf::render(&saved, stamp)
+    }
+
     /// SIGHUP: replays the configuration file; a file that does not load changes nothing.
     pub fn reload_file(&self) -> Result<u64, EngineError> {
         let loaded = conf::load_with(&self.config_path, self.unsupported)

@@ -28,6 +28,10 @@ impl nitro::Appliance for NitroApi {
         self.0.run_query(&Command::SaveNsConfig).map(|_| ())
     }
 
+    fn config_changed(&self) -> bool {
+        self.0.unsaved_changes()
+    }
+
     fn running_config(&self) -> String {
         self.0
             .run_query(&Command::Show {
