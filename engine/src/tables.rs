@@ -151,6 +151,17 @@ impl IdPool {
     }
 }
 
+/// When workers answer SYNs with SYN cookies (`set lb parameter -synCookie`), in the data
+/// path's own terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SynCookies {
+    /// Once half the embryonic budget is spent (a SYN flood).
+    #[default]
+    UnderPressure,
+    Always,
+    Off,
+}
+
 /// Service name → id and vserver name → id, kept by the control plane across generations.
 /// An id is never given to another name while a flow, a counter window or a worker's (or the
 /// monitor core's) tables may still refer to it; see [`ServiceIds::recycle`].
@@ -210,7 +221,7 @@ pub struct Tables {
     pub usip_sources: Vec<Ipv4Addr>,
     pub startup_rr_factor: u64,
     /// `set lb parameter -synCookie`.
-    pub syn_cookies: ctl::conf::model::SynCookie,
+    pub syn_cookies: SynCookies,
     /// `-sessionsThreshold` reached: no new persistence session (shared by every
     /// generation; see the control plane's `watch`).
     pub sessions_full: Arc<std::sync::atomic::AtomicBool>,
@@ -453,7 +464,11 @@ impl Tables {
             local,
             usip_sources,
             startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
-            syn_cookies: config.lb_parameter.syn_cookie,
+            syn_cookies: match config.lb_parameter.syn_cookie {
+                ctl::conf::model::SynCookie::Enabled => SynCookies::UnderPressure,
+                ctl::conf::model::SynCookie::Always => SynCookies::Always,
+                ctl::conf::model::SynCookie::Disabled => SynCookies::Off,
+            },
             sessions_full: Arc::default(),
             exact,
             any_port,

@@ -182,9 +182,30 @@ impl DropCounters {
     }
 }
 
-/// What one worker did, as `stat ns` lists it (the control plane's row, so the two cannot
-/// drift apart).
-pub use ctl::render::WorkerRow as WorkerFigures;
+/// What one worker did, as `stat ns` lists it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerFigures {
+    pub core: usize,
+    pub rx: u64,
+    pub tx: u64,
+    pub handoff_in: u64,
+    pub handoff_out: u64,
+    pub drops: u64,
+    /// SNAT ports passed over, and reused, for SYNs without timestamps (see `nat`).
+    pub snat_skipped: u64,
+    pub snat_time_wait: u64,
+    /// The flow table: flows held, its size, TCP flows not answered yet, and flows that gave
+    /// way to new ones (embryonic budget spent or table full).
+    pub flows: u64,
+    pub flow_capacity: u64,
+    pub embryonic: u64,
+    pub flows_given_way: u64,
+    /// SYNs answered with a cookie; ACKs whose cookie proved the handshake; ACKs whose
+    /// cookie did not.
+    pub syn_cookies_sent: u64,
+    pub syn_cookies_valid: u64,
+    pub syn_cookies_failed: u64,
+}
 
 /// The published counts of a worker, one slot each: the only place their order is kept
 /// (`core` and `drops` are not published, they come from the worker's position and its

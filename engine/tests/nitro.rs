@@ -540,6 +540,85 @@ fn nitro_errors_have_their_status_and_code_and_change_nothing() {
         a.body["lbvserver"][0]["tothits"].is_string(),
         "64-bit counters are strings"
     );
+
+    // X-NITRO-ONERROR: a bulk add whose second object exists already.
+    let three = r#"{"server":[{"name":"x1","ipaddress":"198.18.0.21"},{"name":"198.18.0.11","ipaddress":"198.18.0.11"},{"name":"x3","ipaddress":"198.18.0.23"}]}"#;
+    let with = |mode: &str| {
+        let mut h = admin.clone();
+        h.push(format!("X-NITRO-ONERROR: {mode}"));
+        h
+    };
+    let has = |name: &str| running_config(&lab).contains(&format!("add server {name} "));
+    // exit: stops there, what was added stays; 207 with the objects up to the failure.
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/server",
+        Some(three),
+        &with("exit"),
+    );
+    assert_eq!(
+        (a.status, a.reason.as_str()),
+        (207, "Multi Status"),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(a.body["errorcode"], 1243, "{:?}", a.body);
+    let codes: Vec<_> = a.body["response"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["errorcode"].as_u64())
+        .collect();
+    assert_eq!(codes, [Some(0), Some(273)], "{:?}", a.body);
+    assert!(has("x1") && !has("x3"));
+    // continue: every object is tried; the existing ones are conflicts.
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/server",
+        Some(three),
+        &with("continue"),
+    );
+    assert_eq!(a.status, 207, "{:?}", a.body);
+    let codes: Vec<_> = a.body["response"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["errorcode"].as_u64())
+        .collect();
+    assert_eq!(codes, [Some(273), Some(273), Some(0)], "{:?}", a.body);
+    assert!(has("x3"));
+    // rollback (as without the header): nothing of a failing bulk request is applied.
+    let before = running_config(&lab);
+    let two = r#"{"server":[{"name":"x4","ipaddress":"198.18.0.24"},{"name":"x1","ipaddress":"198.18.0.21"}]}"#;
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/server",
+        Some(two),
+        &with("rollback"),
+    );
+    assert_eq!(
+        (a.status, a.body["errorcode"].as_u64()),
+        (409, Some(273)),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(running_config(&lab), before);
+    let a = nitro(
+        &lab,
+        "POST",
+        "/nitro/v1/config/server",
+        Some(two),
+        &with("sometimes"),
+    );
+    assert_eq!(
+        (a.status, a.body["errorcode"].as_u64()),
+        (400, Some(1097)),
+        "{:?}",
+        a.body
+    );
     lab.stop();
 }
 

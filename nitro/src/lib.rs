@@ -10,9 +10,11 @@
 //! * `reply` — status lines with NetScaler's reason phrases, the error envelope and codes;
 //! * `auth` — sessions, per-request credentials, command policies, failed-login limits;
 //! * `resources`, `read`, `write` — the configuration resources; `stat` — statistics;
+//! * `bulk` — several objects in one request, `X-NITRO-ONERROR`;
 //! * `http` — the HTTP and HTTPS listeners (hyper, rustls); `dashboard` — the page at `/`.
 
 pub mod auth;
+pub mod bulk;
 pub mod dashboard;
 pub mod http;
 pub mod read;
@@ -29,6 +31,7 @@ use ctl::render::Runtime;
 use serde_json::{Value, json};
 
 use auth::{Auth, Caller};
+use bulk::OnError;
 use read::Object;
 use reply::{Reply, errors};
 use request::{Api, Query, Request, Target};
@@ -170,12 +173,19 @@ impl<A: Appliance> Nitro<A> {
             log::info!(target: "nitro", "{} refused {method} {}: not authorized", caller.user, target.resource);
             return r;
         }
+        let Some(onerror) = OnError::parse(req.header("x-nitro-onerror")) else {
+            return Reply::error(
+                400,
+                1097,
+                "Invalid value [X-NITRO-ONERROR, expected exit, continue or rollback]",
+            );
+        };
         let reply = match (target.api, method.as_str()) {
             (Api::Stat, "GET") => self.stat(&target),
             (Api::Stat, m) => errors::method(m),
             (Api::Config, "GET") => self.get(&target),
-            (Api::Config, "POST") => self.post(&target, &req.body),
-            (Api::Config, "PUT") => self.put(&target, &req.body),
+            (Api::Config, "POST") => self.post(&target, &req.body, onerror),
+            (Api::Config, "PUT") => self.put(&target, &req.body, onerror),
             (Api::Config, "DELETE") => self.delete(&target),
             (_, m) => errors::method(m),
         };
@@ -359,28 +369,12 @@ impl<A: Appliance> Nitro<A> {
         reply.unwrap_or_else(|| Reply::error(599, 278, "The statistics could not be read"))
     }
 
-    /// Applies one group of commands per object; `status` on success.
-    fn apply(&self, groups: Result<Vec<Vec<Command>>, Reply>, status: u16) -> Reply {
-        let groups = match groups {
-            Ok(g) => g,
-            Err(r) => return r,
-        };
-        let n = groups.len();
-        match self.appliance.apply(&groups) {
-            Ok(()) => Reply::done(status, None),
-            Err((i, e)) => {
-                let mut r = Reply::refused(&e);
-                if n > 1
-                    && let Some(Value::String(m)) = r.body.get_mut("message")
-                {
-                    m.push_str(&format!(" (object {} of {n}; nothing was applied)", i + 1));
-                }
-                r
-            }
-        }
+    /// Applies one group of commands per object as `mode` says; `status` on success.
+    fn apply(&self, groups: Vec<bulk::Group>, mode: OnError, status: u16) -> Reply {
+        bulk::run(groups, mode, status, &|g| self.appliance.apply(g))
     }
 
-    fn post(&self, t: &Target, body: &[u8]) -> Reply {
+    fn post(&self, t: &Target, body: &[u8], mode: OnError) -> Reply {
         let r = t.resource.as_str();
         if r == "nsconfig" {
             return match t.query.action.as_deref() {
@@ -401,7 +395,7 @@ impl<A: Appliance> Nitro<A> {
                             .arg(level)
                             .word("-force")
                             .build();
-                    self.apply(cmds.map(|c| vec![c]), 200)
+                    self.apply(vec![cmds], mode, 200)
                 }
                 other => errors::unsupported_action(other.unwrap_or("")),
             };
@@ -413,9 +407,9 @@ impl<A: Appliance> Nitro<A> {
         if let Some(kind) = Kind::named(r) {
             if let Some(action) = t.query.action.as_deref() {
                 let groups = items.iter().map(|o| kind.action(action, o)).collect();
-                return self.apply(groups, 200);
+                return self.apply(groups, mode, 200);
             }
-            let mut groups = Ok(Vec::new());
+            let mut groups = Vec::new();
             self.appliance.read(&mut |c, rt| {
                 groups = items
                     .iter()
@@ -434,16 +428,16 @@ impl<A: Appliance> Nitro<A> {
                     })
                     .collect();
             });
-            return self.apply(groups, 201);
+            return self.apply(groups, mode, 201);
         }
         if let Some(b) = Binding::named(r) {
             let groups = items.iter().map(|o| b.bind(o)).collect();
-            return self.apply(groups, 201);
+            return self.apply(groups, mode, 201);
         }
         errors::unknown_resource(r)
     }
 
-    fn put(&self, t: &Target, body: &[u8]) -> Reply {
+    fn put(&self, t: &Target, body: &[u8], mode: OnError) -> Reply {
         let r = t.resource.as_str();
         let mut items = match objects(body, r) {
             Ok(i) => i,
@@ -456,15 +450,15 @@ impl<A: Appliance> Nitro<A> {
             {
                 one.entry(kind.key().to_owned()).or_insert_with(|| json!(n));
             }
-            let mut groups = Ok(Vec::new());
+            let mut groups = Vec::new();
             self.appliance.read(&mut |c, rt| {
                 groups = items.iter().map(|o| kind.update(c, rt, o)).collect();
             });
-            return self.apply(groups, 200);
+            return self.apply(groups, mode, 200);
         }
         if let Some(b) = Binding::named(r) {
             let groups = items.iter().map(|o| b.bind(o)).collect();
-            return self.apply(groups, 200);
+            return self.apply(groups, mode, 200);
         }
         errors::unknown_resource(r)
     }
@@ -484,10 +478,12 @@ impl<A: Appliance> Nitro<A> {
             return errors::missing("name");
         };
         if let Some(kind) = Kind::named(r) {
-            return self.apply(kind.delete(&name, &t.query).map(|c| vec![c]), 200);
+            let group = kind.delete(&name, &t.query);
+            return self.apply(vec![group], OnError::Rollback, 200);
         }
         if let Some(b) = Binding::named(r) {
-            return self.apply(b.unbind(&name, &t.query).map(|c| vec![c]), 200);
+            let group = b.unbind(&name, &t.query);
+            return self.apply(vec![group], OnError::Rollback, 200);
         }
         errors::unknown_resource(r)
     }

@@ -145,13 +145,6 @@ keywords! {
     pub enum SynCookie { Enabled = "ENABLED", Disabled = "DISABLED", Always = "ALWAYS" }
 }
 
-impl Default for SynCookie {
-    /// `set lb parameter`'s default, kept in its settings table.
-    fn default() -> Self {
-        LbParameterSettings::default().syn_cookie
-    }
-}
-
 keywords! {
     /// `set lb parameter -lbHashAlgorithm`.
     pub enum HashAlgorithm { Default = "DEFAULT", Prac = "PRAC", Jarh = "JARH" }

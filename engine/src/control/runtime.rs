@@ -68,7 +68,30 @@ impl LiveRuntime<'_> {
 
 impl Runtime for LiveRuntime<'_> {
     fn workers(&self) -> Vec<WorkerRow> {
-        self.control.drops.workers()
+        // The data path's figures in the control plane's row (the data path names nothing
+        // of ctl).
+        self.control
+            .drops
+            .workers()
+            .into_iter()
+            .map(|w| WorkerRow {
+                core: w.core,
+                rx: w.rx,
+                tx: w.tx,
+                handoff_in: w.handoff_in,
+                handoff_out: w.handoff_out,
+                drops: w.drops,
+                snat_skipped: w.snat_skipped,
+                snat_time_wait: w.snat_time_wait,
+                flows: w.flows,
+                flow_capacity: w.flow_capacity,
+                embryonic: w.embryonic,
+                flows_given_way: w.flows_given_way,
+                syn_cookies_sent: w.syn_cookies_sent,
+                syn_cookies_valid: w.syn_cookies_valid,
+                syn_cookies_failed: w.syn_cookies_failed,
+            })
+            .collect()
     }
 
     fn service(&self, name: &str) -> ServiceStats {

@@ -9,9 +9,9 @@
 
 use crate::flow::{Proxy, Side};
 use crate::syncookie;
+use crate::tables::SynCookies;
 use crate::verdict::{DropReason, Verdict};
 use crate::wire::{self, Ipv4, Proto};
-use ctl::conf::model::SynCookie;
 
 use super::flush::Leg;
 use super::{OUTBOX, OUTBOX_RESERVED, Worker};
@@ -27,14 +27,14 @@ impl Worker {
     /// spent until [`COOKIE_HOLD_S`] after it no longer is.
     fn cookies_on(&mut self, now_s: u64) -> bool {
         match self.tables.syn_cookies {
-            SynCookie::Always => true,
-            SynCookie::Enabled => {
+            SynCookies::Always => true,
+            SynCookies::UnderPressure => {
                 if self.flows.embryonic() * 2 >= self.embryonic_limit {
                     self.cookies_until_s = now_s + COOKIE_HOLD_S;
                 }
                 now_s < self.cookies_until_s
             }
-            SynCookie::Disabled => false,
+            SynCookies::Off => false,
         }
     }
 
