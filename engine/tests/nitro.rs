@@ -1082,3 +1082,64 @@ fn ansible_and_a_nagios_check_drive_fulcrum_through_nitro() {
     );
     lab.stop();
 }
+
+/// 200 NITRO requests a second, reads and writes, for 30 s, while wrk runs through the VIP
+/// (the figures are the README's; the test asserts only what must hold).
+#[test]
+fn nitro_under_load_answers_every_request_while_wrk_sees_no_error() {
+    let mut lab = lab_with_management_address("nitroload");
+    lab.use_release_build();
+    start(&mut lab, BASE);
+    let url = format!("http://{VIP}/");
+    // wrk alone first: the baseline of the same run.
+    let alone = lab.client(&["wrk", "-t1", "-c16", "-d10s", "--timeout", "5s", &url]);
+    let alone = String::from_utf8_lossy(&alone.stdout).into_owned();
+    let wrk = lab.client_spawn(&["wrk", "-t1", "-c16", "-d34s", "--timeout", "5s", &url]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/nitro_load.py");
+    let out = lab.client(&[
+        "timeout",
+        "90",
+        "python3",
+        &script.to_string_lossy(),
+        &format!("http://{MGMT}:{PORT}"),
+        "api-admin",
+        "s3cret pass",
+        "200",
+        "30",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("nitro: {text}");
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let load: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(load["sent"], 6000, "{load}");
+    assert_eq!(load["answered"], 6000, "every request answered: {load}");
+    assert_eq!(load["failed"], 0, "every answer the expected one: {load}");
+    let wrk = wrk.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&wrk.stdout).into_owned();
+    eprintln!("wrk alone: {alone}\nwrk with the NITRO load: {report}");
+    let rate = |r: &str| -> f64 {
+        r.lines()
+            .find_map(|l| l.strip_prefix("Requests/sec:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    eprintln!(
+        "wrk: {:.0} req/s alone, {:.0} req/s beside 200 NITRO requests/s ({:.2}x)",
+        rate(&alone),
+        rate(&report),
+        rate(&report) / rate(&alone).max(1.0)
+    );
+    assert!(wrk.status.success(), "{report}");
+    assert!(!report.contains("Socket errors"), "{report}");
+    assert!(!report.contains("Non-2xx"), "{report}");
+    // What the writes left: the flipped method, and no server of theirs.
+    let config = running_config(&lab);
+    assert!(!config.contains("load-"), "{config}");
+    lab.stop();
+}

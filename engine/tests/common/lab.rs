@@ -28,6 +28,9 @@ pub struct Lab {
     /// The fulcrumd binary `start` runs (this build's, unless a test asks for release).
     daemon_bin: PathBuf,
     daemon: Option<Child>,
+    /// What the daemon prints, read as it comes (a pipe nobody reads fills up, and a daemon
+    /// writing its log to it then waits forever).
+    daemon_output: Vec<std::thread::JoinHandle<Vec<u8>>>,
     /// More flags for fulcrumd (`--nitro ADDR:PORT`).
     pub daemon_args: Vec<String>,
     /// Backends restarted by a test: reaped at teardown.
@@ -95,6 +98,7 @@ impl Lab {
             }),
             daemon_bin: PathBuf::from(env!("CARGO_BIN_EXE_fulcrumd")),
             daemon: None,
+            daemon_output: Vec::new(),
             daemon_args: Vec::new(),
             restarted: std::cell::RefCell::new(Vec::new()),
             _serial: serial,
@@ -194,6 +198,23 @@ impl Lab {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut child = child;
+        fn drain(
+            mut from: impl std::io::Read + Send + 'static,
+        ) -> std::thread::JoinHandle<Vec<u8>> {
+            std::thread::spawn(move || {
+                let mut all = Vec::new();
+                let _ = from.read_to_end(&mut all);
+                all
+            })
+        }
+        self.daemon_output = [
+            child.stdout.take().map(drain),
+            child.stderr.take().map(drain),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         self.daemon = Some(child);
     }
 
@@ -235,16 +256,15 @@ impl Lab {
 
     /// Stops fulcrumd (SIGTERM to its PID) and returns what it printed.
     pub fn stop(&mut self) -> String {
-        let Some(child) = self.daemon.take() else {
+        let Some(mut child) = self.daemon.take() else {
             return String::new();
         };
         let _ = Command::new("kill").arg(child.id().to_string()).status();
-        let out = child.wait_with_output().unwrap();
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
+        let _ = child.wait();
+        self.daemon_output
+            .drain(..)
+            .map(|reader| String::from_utf8_lossy(&reader.join().unwrap_or_default()).into_owned())
+            .collect()
     }
 
     /// Runs a command in the client namespace.
