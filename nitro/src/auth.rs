@@ -23,6 +23,8 @@ pub struct Rights {
     /// Enable and disable (NetScaler's `operator`).
     pub operate: bool,
     pub write: bool,
+    /// Manage users (`superuser` only, as NetScaler's other policies may not).
+    pub superuser: bool,
 }
 
 /// An authenticated caller.
@@ -74,6 +76,10 @@ fn rights_of(config: &Config, user: &str) -> Option<Rights> {
         read: true,
         operate: u.operates(),
         write: u.writes(),
+        superuser: u
+            .policies
+            .iter()
+            .any(|b| b.policy == ctl::conf::users::CommandPolicy::Superuser),
     })
 }
 

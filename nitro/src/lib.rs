@@ -198,6 +198,14 @@ impl<A: Appliance> Nitro<A> {
 
     fn allowed(caller: &Caller, method: &str, target: &Target) -> Result<(), Reply> {
         let r = caller.rights;
+        // Users and their policies are a superuser's alone, reading them too.
+        if target.resource.starts_with("systemuser") {
+            return if r.superuser {
+                Ok(())
+            } else {
+                Err(errors::not_authorized())
+            };
+        }
         let ok = match method {
             "GET" => r.read,
             "POST" if matches!(target.query.action.as_deref(), Some("enable" | "disable")) => {

@@ -185,6 +185,15 @@ pub fn nsips(config: &Config) -> Vec<Object> {
         .collect()
 }
 
+/// `systemuser`: the users and their options; the password never leaves the appliance.
+pub fn systemusers(config: &Config) -> Vec<Object> {
+    config
+        .system_users
+        .values()
+        .map(|u| with_settings(object(json!({"username": named(&u.name)})), &u.settings))
+        .collect()
+}
+
 pub fn routes(config: &Config) -> Vec<Object> {
     config
         .routes
@@ -330,6 +339,18 @@ pub fn bindings(config: &Config, kind: &str, rt: &dyn Runtime) -> Option<Vec<(St
                         "snmpoid": oid.to_string(),
                     }));
                     out.push((t.name.0.clone(), o));
+                }
+            }
+        }
+        "systemuser_systemcmdpolicy_binding" => {
+            for u in config.system_users.values() {
+                for b in &u.policies {
+                    let o = object(json!({
+                        "username": named(&u.name),
+                        "policyname": b.policy.to_string(),
+                        "priority": b.priority,
+                    }));
+                    out.push((u.name.0.clone(), o));
                 }
             }
         }

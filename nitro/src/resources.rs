@@ -38,6 +38,8 @@ pub enum Kind {
     NsIp,
     Route,
     LbParameter,
+    /// Users of the API and the CLI; never read back with their password.
+    SystemUser,
 }
 
 impl Kind {
@@ -52,6 +54,7 @@ impl Kind {
             "nsip" => Self::NsIp,
             "route" => Self::Route,
             "lbparameter" => Self::LbParameter,
+            "systemuser" => Self::SystemUser,
             _ => return None,
         })
     }
@@ -66,6 +69,7 @@ impl Kind {
             Self::NsIp => "ipaddress",
             Self::Route => "network",
             Self::LbParameter => "",
+            Self::SystemUser => "username",
         }
     }
 
@@ -80,6 +84,7 @@ impl Kind {
             Self::NsIp => Object::NsIp,
             Self::Route => Object::Route,
             Self::LbParameter => Object::LbParameter,
+            Self::SystemUser => Object::SystemUser,
         }
     }
 
@@ -112,6 +117,7 @@ impl Kind {
             Self::NsIp => read::nsips(config),
             Self::Route => read::routes(config),
             Self::LbParameter => vec![read::lbparameter(config)],
+            Self::SystemUser => read::systemusers(config),
         }
     }
 
@@ -126,7 +132,7 @@ impl Kind {
             Self::LbMonitor => &["type"],
             Self::NsIp => &["type", "netmask", "td"],
             Self::Route => &["netmask", "gateway", "td"],
-            Self::LbMetricTable | Self::LbParameter => &[],
+            Self::LbMetricTable | Self::LbParameter | Self::SystemUser => &[],
         }
     }
 
@@ -200,6 +206,11 @@ impl Kind {
                 line.arg(required(o, "network")?)
                     .arg(required(o, "netmask")?)
                     .arg(required(o, "gateway")?)
+            }
+            Self::SystemUser => {
+                skip.push("password");
+                line.arg(required(o, "username")?)
+                    .arg(required(o, "password")?)
             }
             Self::LbParameter => return Err(errors::unsupported_action("add")),
         };
@@ -389,6 +400,8 @@ pub enum Binding {
     GroupMonitor,
     MonitorMetric,
     TableMetric,
+    /// A command policy bound to a user.
+    UserPolicy,
 }
 
 impl Binding {
@@ -402,6 +415,7 @@ impl Binding {
             "servicegroup_lbmonitor_binding" => Self::GroupMonitor,
             "lbmonitor_metric_binding" => Self::MonitorMetric,
             "lbmetrictable_metric_binding" => Self::TableMetric,
+            "systemuser_systemcmdpolicy_binding" => Self::UserPolicy,
             _ => return None,
         })
     }
@@ -413,6 +427,7 @@ impl Binding {
             Self::MonitorService | Self::MonitorMetric => "monitorname",
             Self::GroupMember | Self::GroupMonitor => "servicegroupname",
             Self::TableMetric => "metrictable",
+            Self::UserPolicy => "username",
         }
     }
 
@@ -492,6 +507,11 @@ impl Binding {
                         .ok_or_else(|| errors::missing("snmpoid"))?,
                 )
                 .build(),
+            Self::UserPolicy => Line::new(Verb::Bind, Object::SystemUser)
+                .arg(p)
+                .arg(required(o, "policyname")?)
+                .arg(required(o, "priority")?)
+                .build(),
         }
     }
 
@@ -545,6 +565,10 @@ impl Binding {
             Self::TableMetric => Line::new(Verb::Unbind, Object::LbMetricTable)
                 .arg(primary)
                 .arg(need("metric")?)
+                .build(),
+            Self::UserPolicy => Line::new(Verb::Unbind, Object::SystemUser)
+                .arg(primary)
+                .arg(need("policyname")?)
                 .build(),
         }
     }

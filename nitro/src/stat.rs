@@ -26,11 +26,20 @@ fn stat_state(state: &str) -> &'static str {
     }
 }
 
+/// The object named, or every one when no name is given; `None` for a name that is not there.
+fn one_or_all<'a, T: 'a>(
+    name: Option<&str>,
+    find: impl FnOnce(&str) -> Option<&'a T>,
+    all: impl Iterator<Item = &'a T>,
+) -> Option<Vec<&'a T>> {
+    match name {
+        Some(n) => Some(vec![find(n)?]),
+        None => Some(all.collect()),
+    }
+}
+
 pub fn lbvserver(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
-    let pick: Vec<_> = match name {
-        Some(n) => vec![config.vservers.get(n)?],
-        None => config.vservers.values().collect(),
-    };
+    let pick = one_or_all(name, |n| config.vservers.get(n), config.vservers.values())?;
     Some(
         pick.into_iter()
             .map(|v| {
@@ -121,14 +130,12 @@ fn service_object(view: &ServiceView<'_>) -> Object {
 }
 
 pub fn service(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
-    let pick: Vec<_> = match name {
-        Some(n) => vec![config.services.get(n).filter(|s| s.group.is_none())?],
-        None => config
-            .services
-            .values()
-            .filter(|s| s.group.is_none())
-            .collect(),
-    };
+    // A group's members are `servicegroupmember`s, not services.
+    let pick = one_or_all(
+        name,
+        |n| config.services.get(n).filter(|s| s.group.is_none()),
+        config.services.values().filter(|s| s.group.is_none()),
+    )?;
     Some(
         pick.into_iter()
             .map(|s| service_object(&ServiceView::new(config, s, rt)))
@@ -137,10 +144,11 @@ pub fn service(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<
 }
 
 pub fn servicegroup(config: &Config, rt: &dyn Runtime, name: Option<&str>) -> Option<Vec<Object>> {
-    let pick: Vec<_> = match name {
-        Some(n) => vec![config.service_groups.get(n)?],
-        None => config.service_groups.values().collect(),
-    };
+    let pick = one_or_all(
+        name,
+        |n| config.service_groups.get(n),
+        config.service_groups.values(),
+    )?;
     Some(
         pick.into_iter()
             .map(|g| {

@@ -56,6 +56,16 @@ fn spec(verb: Verb, object: Object) -> Option<&'static CommandSpec> {
         .find(|c| c.verb == verb && c.object == object)
 }
 
+/// Whether a flag (or an option `unset` names) is given: `true`, or any value but `false`
+/// and `"NO"`; `false` leaves it out.
+fn flag_on(value: &Value) -> bool {
+    match value {
+        Value::Bool(b) => *b,
+        Value::String(s) => !s.eq_ignore_ascii_case("false") && !s.eq_ignore_ascii_case("no"),
+        _ => true,
+    }
+}
+
 /// A command being built: `<verb> <object words> <positionals> <options>`.
 #[derive(Debug)]
 pub struct Line {
@@ -106,29 +116,20 @@ impl Line {
                 .all_options()
                 .find(|o| o.name.eq_ignore_ascii_case(key))
                 .ok_or_else(|| errors::unknown_attribute(key))?;
-            let flag = spec.names_only || opt.arity == Arity::Flag;
-            if flag {
-                // `unset`: `"attr": true` names the option; flags: true sets, false omits.
-                let on = match value {
-                    Value::Bool(b) => *b,
-                    Value::String(s) => {
-                        !s.eq_ignore_ascii_case("false") && !s.eq_ignore_ascii_case("no")
-                    }
-                    _ => true,
-                };
-                if on {
+            // `unset` names options only; a flag takes no value.
+            if spec.names_only || opt.arity == Arity::Flag {
+                if flag_on(value) {
                     self.tokens.push(bare(format!("-{}", opt.name)));
                 }
                 continue;
             }
             self.tokens.push(bare(format!("-{}", opt.name)));
-            match value {
-                Value::Array(items) => {
-                    for item in items {
-                        self.tokens.push(value_token(scalar(key, item)?));
-                    }
-                }
-                v => self.tokens.push(value_token(scalar(key, v)?)),
+            let values = match value {
+                Value::Array(items) => items.as_slice(),
+                v => std::slice::from_ref(v),
+            };
+            for v in values {
+                self.tokens.push(value_token(scalar(key, v)?));
             }
             // NITRO carries a timer's unit apart (`interval` + `units3`).
             if let Some(unit) = unit_of(obj, key)? {
