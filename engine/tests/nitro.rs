@@ -907,6 +907,38 @@ fn nitro_stat_agrees_with_the_cli_stat_within_one_sampling_interval() {
         assert_eq!(counter(&cli[*c]), counter(&ours[*n]), "{c} / {n}");
     }
     assert!(counter(&cli["hits"]) >= 100, "{cli}");
+    // The system's counters too: frames in and out as `stat ns` has them per worker, TCP
+    // connections opened as the (only) TCP vserver's hits.
+    let workers = lab.ctl(&["stat", "ns", "-format", "json"]);
+    let workers: Value = serde_json::from_str(
+        String::from_utf8_lossy(&workers.stdout)
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or("{}"),
+    )
+    .unwrap();
+    let sum = |k: &str| -> u64 {
+        workers["workers"]
+            .as_array()
+            .map_or(0, |ws| ws.iter().map(|w| counter(&w[k])).sum())
+    };
+    let ip = nitro(&lab, "GET", "/nitro/v1/stat/protocolip", None, &viewer).body;
+    let (rx, tx) = (
+        counter(&ip["protocolip"]["iptotrxpkts"]),
+        counter(&ip["protocolip"]["iptottxpkts"]),
+    );
+    // The workers publish their counts about once a second: one interval apart at most.
+    assert!(
+        rx >= sum("rx") && rx > 1000 && tx >= sum("tx"),
+        "{ip} vs {workers}"
+    );
+    let tcp = nitro(&lab, "GET", "/nitro/v1/stat/protocoltcp", None, &viewer).body;
+    let vserver = cli_stat(&lab, &["lb", "vserver", "web"]);
+    assert_eq!(
+        counter(&tcp["protocoltcp"]["tcptotclientconnopened"]),
+        counter(&vserver["hits"]),
+        "{tcp}"
+    );
     lab.stop();
 }
 

@@ -357,6 +357,15 @@ impl<A: Appliance> Nitro<A> {
                     }
                 },
                 "nsdropreason" => Some(stat::dropreasons(rt)),
+                "protocolip" | "protocoltcp" => {
+                    let o = if r == "protocolip" {
+                        stat::protocolip(rt)
+                    } else {
+                        stat::protocoltcp(config, rt)
+                    };
+                    reply = Some(Reply::done(200, Some((r, Value::Object(o)))));
+                    return;
+                }
                 "ns" => {
                     reply = Some(Reply::done(
                         200,

@@ -198,6 +198,71 @@ pub fn dropreasons(rt: &dyn Runtime) -> Vec<Object> {
         .collect()
 }
 
+/// Frames dropped for these reasons (the engine's names, as `stat ns` prints them).
+fn dropped(drops: &[(String, u64)], reasons: &[&str]) -> u64 {
+    drops
+        .iter()
+        .filter(|(r, _)| reasons.contains(&r.as_str()))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn is_tcp(t: ctl::conf::model::ServiceType) -> bool {
+    t.transport() == ctl::conf::model::Transport::Tcp
+}
+
+/// `stat protocolip`, as far as the engine counts: frames in and out (every frame the
+/// workers handled, IPv4 and ARP), and the IPv4 drops that have a NetScaler counter.
+pub fn protocolip(rt: &dyn Runtime) -> Object {
+    let workers = rt.workers();
+    let drops = rt.drops();
+    let n = |reasons: &[&str]| dropped(&drops, reasons).to_string();
+    object(json!({
+        "iptotrxpkts": workers.iter().map(|w| w.rx).sum::<u64>().to_string(),
+        "iptottxpkts": workers.iter().map(|w| w.tx).sum::<u64>().to_string(),
+        "iptotfragments": n(&["fragment"]),
+        "iptotttlexpired": n(&["TTL expired"]),
+        "iptottruncatedpackets": n(&["truncated"]),
+        "iptotinvalidheadersz": n(&["malformed"]),
+        "iptotunknownsvcs": n(&["no vserver"]),
+        "iptotvipdown": n(&["no service UP", "vserver disabled"]),
+        "iptotunknownprotos": n(&["unsupported protocol"]),
+    }))
+}
+
+/// `stat protocoltcp`, as far as the engine counts: TCP flows now (clients and services
+/// are the two sides of one flow), half-open ones, new ones, and the drops and SYN-cookie
+/// failures NetScaler counts for TCP. `tcperrbadchecksum` counts UDP checksums too.
+pub fn protocoltcp(config: &Config, rt: &dyn Runtime) -> Object {
+    let workers = rt.workers();
+    let drops = rt.drops();
+    let active: u64 = config
+        .services
+        .values()
+        .filter(|s| is_tcp(s.service_type))
+        .map(|s| rt.service(s.name.as_str()).active)
+        .sum();
+    let active = active.to_string();
+    let opened: u64 = config
+        .vservers
+        .values()
+        .filter(|v| is_tcp(v.service_type))
+        .map(|v| rt.vserver(v.name.as_str()).hits)
+        .sum();
+    object(json!({
+        "tcpcurclientconn": active,
+        "tcpcurclientconnestablished": active,
+        "tcpcurserverconn": active,
+        "tcpcurserverconnestablished": active,
+        "tcpcurclientconnopening": workers.iter().map(|w| w.embryonic).sum::<u64>().to_string(),
+        "tcptotclientconnopened": opened.to_string(),
+        "tcptotserverconnopened": opened.to_string(),
+        "tcperrbadchecksum": dropped(&drops, &["bad checksum"]).to_string(),
+        "tcperrstraypkt": dropped(&drops, &["no flow"]).to_string(),
+        "tcperrcookiepktsigreject": workers.iter().map(|w| w.syn_cookies_failed).sum::<u64>().to_string(),
+    }))
+}
+
 /// `stat ns`: the system as a whole (a singleton: an object, as appliances send it).
 pub fn ns(config: &Config, rt: &dyn Runtime) -> Object {
     let workers = rt.workers();
