@@ -19,7 +19,7 @@ if [ -n "$named" ]; then
   echo "check-layers: the data path names ctl in: $named" >&2
   fail=1
 fi
-if cargo tree -p monitors --locked --prefix none -e normal,build,dev | grep -qE '^(ctl|engine) '; then
+if cargo tree -p monitors --locked --prefix none -e normal,build,dev | grep -E '^(ctl|engine) ' > /dev/null; then
   echo "check-layers: monitors depends on a crate of the workspace" >&2
   fail=1
 fi

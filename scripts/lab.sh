@@ -30,6 +30,8 @@
 # 20, 70, 80). Each backend's PIDs are recorded in that order: nginx, socat, dnsmasq, vsftpd,
 # snmpd.
 set -euo pipefail
+# A failing step names itself (the caller sees only the last error line otherwise).
+trap 'echo "lab.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 cmd=${1:?usage: lab.sh up|down|pids TAG [BACKENDS]}
 tag=${2:?tag}
@@ -42,9 +44,11 @@ ns() { echo "fl-$tag-$1"; }
 guard() {
   # From the root namespace, 198.18/15 addresses that are not local would be routed out of the
   # machine; this route keeps them in (connected routes of the lab are more specific).
-  ip route show | grep -q '^unreachable 198.18.0.0/15' || ip route add unreachable 198.18.0.0/15
+  # `replace` is idempotent: a check piped into `grep -q` could fail under pipefail (grep
+  # leaves early, `ip` gets SIGPIPE) and the add then met "File exists".
+  ip route replace unreachable 198.18.0.0/15
   # The same for the IPv6 documentation range the lab's IPv6 addresses come from.
-  ip -6 route show | grep -q '^unreachable 2001:db8::/32' || ip -6 route add unreachable 2001:db8::/32
+  ip -6 route replace unreachable 2001:db8::/32
 }
 
 link() { # link NS1 IF1 NS2 IF2 [QUEUES]
@@ -227,7 +231,7 @@ down() {
   done
   rm -rf "$dir"
   # The last lab out removes the guard route `up` added (others may still rely on it).
-  if ! ip netns list | awk '{print $1}' | grep -q '^fl-'; then
+  if ! ip netns list | awk '{print $1}' | grep '^fl-' > /dev/null; then
     ip route del unreachable 198.18.0.0/15 2>/dev/null || true
     ip -6 route del unreachable 2001:db8::/32 2>/dev/null || true
   fi

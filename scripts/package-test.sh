@@ -16,8 +16,8 @@ grep -v 'running with root privileges' <<< "$report" || true
 
 dpkg -i "$deb"
 version=$(dpkg-deb -f "$deb" Version | sed 's/-[0-9]*$//')
-/usr/sbin/fulcrumd --version | grep -q "^fulcrumd $version (commit " || fail "fulcrumd --version"
-/usr/bin/fulcrumctl --version | grep -q "^fulcrumctl $version (commit " || fail "fulcrumctl --version"
+/usr/sbin/fulcrumd --version | grep "^fulcrumd $version (commit " > /dev/null || fail "fulcrumd --version"
+/usr/bin/fulcrumctl --version | grep "^fulcrumctl $version (commit " > /dev/null || fail "fulcrumctl --version"
 getent passwd fulcrum >/dev/null || fail "no user fulcrum"
 getent group fulcrum-admins >/dev/null || fail "no group fulcrum-admins"
 [ "$(stat -c %U:%G:%a /etc/fulcrum/ns.conf)" = "fulcrum:fulcrum-admins:640" ] || fail "ns.conf owner/mode"
@@ -28,9 +28,9 @@ exposure=$(systemd-analyze security --offline=yes "$unit" 2>/dev/null |
   sed -n 's/.*Overall exposure level for fulcrumd.service: \([0-9.]*\).*/\1/p')
 echo "package-test: systemd-analyze security exposure $exposure"
 awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 3.0) }' || fail "exposure $exposure above 3.0"
-MANWIDTH=200 man -P cat fulcrum.conf 2>/dev/null | grep -q "add lb vserver <name>" || fail "man fulcrum.conf"
-MANWIDTH=200 man -P cat fulcrumctl 2>/dev/null | grep -q -- "--socket" || fail "man fulcrumctl"
-MANWIDTH=200 man -P cat fulcrumd 2>/dev/null | grep -q -- "--log-level" || fail "man fulcrumd"
+MANWIDTH=200 man -P cat fulcrum.conf 2>/dev/null | grep "add lb vserver <name>" > /dev/null || fail "man fulcrum.conf"
+MANWIDTH=200 man -P cat fulcrumctl 2>/dev/null | grep -- "--socket" > /dev/null || fail "man fulcrumctl"
+MANWIDTH=200 man -P cat fulcrumd 2>/dev/null | grep -- "--log-level" > /dev/null || fail "man fulcrumd"
 [ -f /usr/share/bash-completion/completions/fulcrumctl ] || fail "bash completion"
 [ -f /usr/share/zsh/vendor-completions/_fulcrumctl ] || fail "zsh completion"
 
