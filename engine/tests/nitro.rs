@@ -85,6 +85,22 @@ fn nitro_at(
     }
 }
 
+/// The backend that answers `VIP:port`, asked until it is `want` (a new vserver's service
+/// comes UP after its first probe), for 6 s at most.
+fn backend_answering(lab: &Lab, port: u16, want: &str) -> String {
+    let url = format!("http://{VIP}:{port}/");
+    let mut answered = String::new();
+    for _ in 0..30 {
+        let out = lab.client(&["curl", "-s", "-i", "-m", "2", &url]);
+        answered = backend_name(&out.stdout);
+        if answered == want {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    answered
+}
+
 fn running_config(lab: &Lab) -> String {
     let out = lab.ctl(&["show", "ns", "runningConfig"]);
     String::from_utf8_lossy(&out.stdout)
@@ -182,22 +198,7 @@ fn nitro_builds_changes_and_saves_what_the_cli_sees() {
     let up = lab.wait_service_state("s2", "UP", std::time::Duration::from_secs(15));
     let s2 = String::from_utf8_lossy(&lab.ctl(&["show", "service", "s2"]).stdout).into_owned();
     assert!(up.is_some(), "{s2}");
-    let mut answered = String::new();
-    for _ in 0..30 {
-        let out = lab.client(&[
-            "curl",
-            "-s",
-            "-i",
-            "-m",
-            "2",
-            &format!("http://{VIP}:8080/"),
-        ]);
-        answered = backend_name(&out.stdout);
-        if answered == "backend-2" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let answered = backend_answering(&lab, 8080, "backend-2");
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert_eq!(
         answered, "backend-2",
@@ -1012,22 +1013,7 @@ fn ansible_and_a_nagios_check_drive_fulcrum_through_nitro() {
     assert!(log.contains("failed=0"), "{log}");
     let up = lab.wait_service_state("s-ansible", "UP", std::time::Duration::from_secs(15));
     assert!(up.is_some());
-    let mut answered = String::new();
-    for _ in 0..30 {
-        let out = lab.client(&[
-            "curl",
-            "-s",
-            "-i",
-            "-m",
-            "2",
-            &format!("http://{VIP}:8081/"),
-        ]);
-        answered = backend_name(&out.stdout);
-        if answered == "backend-2" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let answered = backend_answering(&lab, 8081, "backend-2");
     assert_eq!(answered, "backend-2", "traffic reaches what Ansible made");
     let show = String::from_utf8_lossy(&lab.ctl(&["show", "lb", "vserver", "ansible-web"]).stdout)
         .into_owned();

@@ -76,6 +76,11 @@ fn call(
 
 const ADMIN: (&str, &str) = ("admin", "admin pass");
 
+/// The status of a read as `who`: 200 when it may log in and read, 401 when not.
+fn reads(api: &Nitro<Memory>, who: (&str, &str)) -> u16 {
+    call(api, who, "GET", "/nitro/v1/config/lbvserver", None).0
+}
+
 #[test]
 fn a_superuser_manages_users_through_nitro() {
     let api = api();
@@ -91,10 +96,8 @@ fn a_superuser_manages_users_through_nitro() {
     assert_eq!(status, 201, "{body}");
     // Without a policy the new user cannot log in; bound read-only it reads.
     let reader = ("grafana", "look0nly");
-    assert_eq!(
-        call(&api, reader, "GET", "/nitro/v1/config/lbvserver", None).0,
-        401
-    );
+    const NEW: (&str, &str) = ("grafana", "n3w one");
+    assert_eq!(reads(&api, reader), 401);
     let bind = json!({"systemuser_systemcmdpolicy_binding": {"username": "grafana", "policyname": "read-only", "priority": 10}});
     let (status, body) = call(
         &api,
@@ -104,10 +107,7 @@ fn a_superuser_manages_users_through_nitro() {
         Some(bind),
     );
     assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        call(&api, reader, "GET", "/nitro/v1/config/lbvserver", None).0,
-        200
-    );
+    assert_eq!(reads(&api, reader), 200);
 
     // Read back: the options and the policy, never the password or its hash.
     let (status, body) = call(
@@ -152,21 +152,8 @@ fn a_superuser_manages_users_through_nitro() {
         Some(change),
     );
     assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        call(&api, reader, "GET", "/nitro/v1/config/lbvserver", None).0,
-        401
-    );
-    assert_eq!(
-        call(
-            &api,
-            ("grafana", "n3w one"),
-            "GET",
-            "/nitro/v1/config/lbvserver",
-            None
-        )
-        .0,
-        200
-    );
+    assert_eq!(reads(&api, reader), 401);
+    assert_eq!(reads(&api, NEW), 200);
 
     // Unbound it cannot log in; removed it is gone.
     let (status, body) = call(
@@ -177,17 +164,7 @@ fn a_superuser_manages_users_through_nitro() {
         None,
     );
     assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        call(
-            &api,
-            ("grafana", "n3w one"),
-            "GET",
-            "/nitro/v1/config/lbvserver",
-            None
-        )
-        .0,
-        401
-    );
+    assert_eq!(reads(&api, NEW), 401);
     let (status, body) = call(
         &api,
         ADMIN,
