@@ -683,9 +683,12 @@ fn nitro_over_https_makes_its_certificate_once() {
 fn the_dashboard_shows_a_service_go_down_in_a_real_browser() {
     use std::io::BufRead;
     let mut lab = lab_with_management_address("nitroweb");
-    // A monitor that measures response times (LRTM), for the page to show them.
+    // A monitor that measures response times (LRTM), for the page to show them, and a
+    // service group behind a second vserver.
     let config = format!(
-        "{BASE}add lb monitor web-rt HTTP -LRTM ENABLED -interval 2 -resptimeout 1\nbind service s1 -monitorName web-rt\n"
+        "{BASE}add lb monitor web-rt HTTP -LRTM ENABLED -interval 2 -resptimeout 1\nbind service s1 -monitorName web-rt\n\
+         add serviceGroup g1 HTTP\nbind serviceGroup g1 198.18.0.12 80 -weight 7\n\
+         add lb vserver grp HTTP {VIP} 8080\nbind lb vserver grp g1\n"
     );
     start(&mut lab, &config);
     // The page and its files come from the binary; the API behind it needs a session.
@@ -744,7 +747,11 @@ fn the_dashboard_shows_a_service_go_down_in_a_real_browser() {
     assert!(status.success(), "{said:?}\n{stderr}");
     let has = |l: &str| said.iter().any(|s| s == l);
     assert!(has("UP") && has("DOWN"), "{said:?}");
-    assert!(has("vservers 1"), "{said:?}");
+    assert!(has("vservers 2"), "{said:?}");
+    assert!(
+        has("member-row g1 › 198.18.0.12:80 198.18.0.12:80 grp (7) UP – – – –"),
+        "{said:?}"
+    );
     // Name, VIP, method and state as the page drew them while s1 was UP.
     assert!(
         said.iter()

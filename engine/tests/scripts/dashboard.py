@@ -8,7 +8,8 @@ usage: dashboard.py URL USER PASSWORD SERVICE SCREENSHOT
 Logs in through the page's form, waits until SERVICE's row says UP and prints `UP` (the
 caller then stops its backend), waits until the row says DOWN and prints `DOWN`, saves a
 screenshot to SCREENSHOT and prints `screenshot PATH`. Also prints `vservers N`, the first
-vserver's and service's rows (`row …`, `service-row …`), `charts N` and `errors N` (script
+vserver's and service's rows (`row …`, `service-row …`), the first service group member's
+(`member-row …`), `charts N` and `errors N` (script
 errors the page logged). Exits 1 on a timeout.
 """
 
@@ -117,6 +118,8 @@ def main():
                 print("vservers", d.script("return document.querySelectorAll('#vservers tbody tr').length"), flush=True)
                 print("row", d.script("return document.querySelector('#vservers tbody tr').innerText.replace(/\\s+/g, ' ')"), flush=True)
                 print("service-row", d.script("return document.querySelector('#services tbody tr').innerText.replace(/\\s+/g, ' ')"), flush=True)
+                # A service group's member, if the configuration has one.
+                print("member-row", d.script("const r = [...document.querySelectorAll('#services tbody tr')].find((r) => r.dataset.service.includes(' › ')); return r ? r.innerText.replace(/\\s+/g, ' ') : 'none'"), flush=True)
                 d.wait_for(f"{service} DOWN", lambda: service_state(d, service) == "DOWN")
                 print("DOWN", flush=True)
                 # A few more samples, so the charts have lines to show.

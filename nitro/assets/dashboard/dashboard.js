@@ -91,18 +91,44 @@ function drawVservers(config, stats) {
   });
 }
 
-function drawServices(stats, bindings) {
-  const boundTo = new Map();
+// The vservers each service (or group) is bound to: name → [vserver, binding weight].
+function boundTo(bindings, key) {
+  const map = new Map();
   for (const b of bindings || []) {
-    const list = boundTo.get(b.servicename) || [];
-    list.push(b.name + " (" + b.weight + ")");
-    boundTo.set(b.servicename, list);
+    const list = map.get(b[key]) || [];
+    list.push([b.name, b.weight]);
+    map.set(b[key], list);
   }
-  fill("services", stats, (row, s) => {
+  return map;
+}
+
+const withWeight = (pairs, weight) =>
+  (pairs || []).map(([vserver, w]) => vserver + " (" + (weight ?? w) + ")").join(", ");
+
+// Services, then the members of service groups (their rates are the group member's own
+// stat resource; the row shows the member's weight where the group is bound).
+function drawServices(stats, bindings, members, groupBindings) {
+  const services = boundTo(bindings, "servicename");
+  const groups = boundTo(groupBindings, "servicegroupname");
+  const rows = (stats || []).map((s) => ({ kind: "service", s }))
+    .concat((members || []).map((m) => ({ kind: "member", m })));
+  fill("services", rows, (row, item) => {
+    if (item.kind === "member") {
+      const m = item.m;
+      const name = m.servicegroupname + " › " + m.servername + ":" + m.port;
+      row.dataset.service = name;
+      cell(row, name);
+      cell(row, m.ip + ":" + m.port);
+      cell(row, withWeight(groups.get(m.servicegroupname), m.weight));
+      stateCell(row, m.svrstate);
+      for (let i = 0; i < 4; i++) cell(row, "–", "num");
+      return;
+    }
+    const s = item.s;
     row.dataset.service = s.name;
     cell(row, s.name);
     cell(row, s.primaryipaddress + ":" + s.primaryport);
-    cell(row, (boundTo.get(s.name) || []).join(", "));
+    cell(row, withWeight(services.get(s.name)));
     stateCell(row, s.state);
     const us = Number(s.monitorresponsetimeus);
     cell(row, us ? (us / 1000).toFixed(2) + " ms" : "–", "num");
@@ -156,7 +182,8 @@ function drawCharts(stats) {
 
 async function poll() {
   const paths = ["/config/lbvserver", "/config/lbvserver_service_binding", "/stat/lbvserver",
-    "/stat/service", "/stat/ns", "/stat/nsdropreason"];
+    "/stat/service", "/stat/ns", "/stat/nsdropreason",
+    "/config/servicegroup_servicegroupmember_binding", "/config/lbvserver_servicegroup_binding"];
   let replies;
   try {
     replies = await Promise.all(paths.map((p) => nitro(p)));
@@ -165,9 +192,12 @@ async function poll() {
     return;
   }
   if (replies.some((r) => r.status === 401)) { loggedOut("The session ended; log in again."); return; }
-  const [vsConfig, bindings, vsStats, svcStats, ns, drops] = replies.map((r) => r.body);
+  const [vsConfig, bindings, vsStats, svcStats, ns, drops, members, groupBindings] =
+    replies.map((r) => r.body);
   drawVservers(vsConfig.lbvserver || [], vsStats.lbvserver || []);
-  drawServices(svcStats.service || [], bindings.lbvserver_service_binding || []);
+  drawServices(svcStats.service || [], bindings.lbvserver_service_binding || [],
+    members.servicegroup_servicegroupmember_binding || [],
+    groupBindings.lbvserver_servicegroup_binding || []);
   drawDrops(drops.nsdropreason || []);
   drawCharts(vsStats.lbvserver || []);
   const n = ns.ns || {};
