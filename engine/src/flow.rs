@@ -248,12 +248,15 @@ impl Flow {
         self.proto == Proto::Tcp && !self.tcp.is_established()
     }
 
-    /// Not established: a TCP handshake not complete, a TCP connection that is over, a UDP
-    /// flow its service never answered. Such a flow may give way to a new one when the
-    /// table is full.
+    /// May give way to a new flow in a full table: a TCP connection that is over, a SYN
+    /// nobody has answered yet, a UDP flow its service never answered. Not a handshake the
+    /// service answered (its client may count the connection open already, its ACK on the
+    /// way) nor one the SYN proxy completed with the client: those finish or expire.
     pub fn gives_way(&self) -> bool {
         match self.proto {
-            Proto::Tcp => !self.tcp.is_established() || self.tcp.is_closed(),
+            Proto::Tcp => {
+                self.tcp.is_closed() || (!self.tcp.server_answered && self.proxy == Proxy::Off)
+            }
             _ => !self.tcp.server_answered,
         }
     }
@@ -411,7 +414,7 @@ impl FlowTable {
         match which {
             GiveWay::Embryonic => take(&mut self.embryonic_order, Flow::is_embryonic),
             GiveWay::Any => take(&mut self.closed_order, Flow::gives_way)
-                .or_else(|| take(&mut self.embryonic_order, Flow::is_embryonic)),
+                .or_else(|| take(&mut self.embryonic_order, Flow::gives_way)),
         }
     }
 
@@ -767,6 +770,29 @@ mod tests {
             Some(slots[0]),
             "then the embryonic"
         );
+    }
+
+    #[test]
+    fn a_handshake_the_service_answered_does_not_give_way_in_a_full_table() {
+        let mut t = FlowTable::new(8);
+        let unanswered = t.insert(flow(1)).unwrap();
+        let half = t.insert(flow(2)).unwrap();
+        let synack = TcpFlags {
+            syn: true,
+            ack: true,
+            ..TcpFlags::default()
+        };
+        // The SYN+ACK went to the client; its ACK has not come back yet.
+        t.progress(half, Side::Server, synack).unwrap();
+        assert_eq!(t.embryonic(), 2);
+        assert_eq!(t.give_way(GiveWay::Any), Some(unanswered));
+        t.remove(unanswered).unwrap();
+        assert_eq!(t.give_way(GiveWay::Any), None, "the answered one stays");
+        // Past the embryonic budget (a flood) the oldest half-open flow still goes.
+        let mut t = FlowTable::new(8);
+        let half = t.insert(flow(2)).unwrap();
+        t.progress(half, Side::Server, synack).unwrap();
+        assert_eq!(t.give_way(GiveWay::Embryonic), Some(half));
     }
 
     #[test]
