@@ -332,58 +332,40 @@ impl<A: Appliance> Nitro<A> {
 
     fn stat(&self, t: &Target) -> Reply {
         let mut reply = None;
-        self.appliance.read(&mut |config, rt| {
-            let name = t.name.as_deref().or(t.query.arg("name"));
-            let r = t.resource.as_str();
-            let items = match r {
-                "lbvserver" => stat::lbvserver(config, rt, name),
-                "service" => stat::service(config, rt, name),
-                "servicegroup" => stat::servicegroup(
-                    config,
-                    rt,
-                    t.name.as_deref().or(t.query.arg("servicegroupname")),
-                ),
-                "servicegroupmember" => match t.query.arg("servicegroupname") {
-                    Some(g) => stat::servicegroupmember(
-                        config,
-                        rt,
-                        g,
-                        t.query.arg("servername").or(t.query.arg("ip")),
-                        t.query.arg("port"),
-                    ),
-                    None => {
-                        reply = Some(errors::missing("servicegroupname"));
-                        return;
-                    }
-                },
-                "nsdropreason" => Some(stat::dropreasons(rt)),
-                "protocolip" | "protocoltcp" => {
-                    let o = if r == "protocolip" {
-                        stat::protocolip(rt)
-                    } else {
-                        stat::protocoltcp(config, rt)
-                    };
-                    reply = Some(Reply::done(200, Some((r, Value::Object(o)))));
-                    return;
-                }
-                "ns" => {
-                    reply = Some(Reply::done(
-                        200,
-                        Some(("ns", Value::Object(stat::ns(config, rt)))),
-                    ));
-                    return;
-                }
-                other => {
-                    reply = Some(errors::unknown_resource(other));
-                    return;
-                }
-            };
-            reply = Some(match items {
-                Some(items) => shape(r, items, &t.query),
-                None => errors::no_such("name", name.unwrap_or("")),
-            });
-        });
+        self.appliance
+            .read(&mut |config, rt| reply = Some(Self::stat_in(config, rt, t)));
         reply.unwrap_or_else(|| Reply::error(599, 278, "The statistics could not be read"))
+    }
+
+    fn stat_in(config: &Config, rt: &dyn Runtime, t: &Target) -> Reply {
+        let r = t.resource.as_str();
+        // `ns`, `protocolip`, `protocoltcp`: one object, as appliances send them.
+        if let Some(o) = stat::singleton(r, config, rt) {
+            return Reply::done(200, Some((r, Value::Object(o))));
+        }
+        let name = t.name.as_deref().or(t.query.arg("name"));
+        let items = match r {
+            "lbvserver" => stat::lbvserver(config, rt, name),
+            "service" => stat::service(config, rt, name),
+            "servicegroup" => stat::servicegroup(
+                config,
+                rt,
+                t.name.as_deref().or(t.query.arg("servicegroupname")),
+            ),
+            "servicegroupmember" => {
+                let Some(g) = t.query.arg("servicegroupname") else {
+                    return errors::missing("servicegroupname");
+                };
+                let server = t.query.arg("servername").or(t.query.arg("ip"));
+                stat::servicegroupmember(config, rt, g, server, t.query.arg("port"))
+            }
+            "nsdropreason" => Some(stat::dropreasons(rt)),
+            other => return errors::unknown_resource(other),
+        };
+        match items {
+            Some(items) => shape(r, items, &t.query),
+            None => errors::no_such("name", name.unwrap_or("")),
+        }
     }
 
     /// Applies one group of commands per object as `mode` says; `status` on success.

@@ -263,6 +263,16 @@ pub fn protocoltcp(config: &Config, rt: &dyn Runtime) -> Object {
     }))
 }
 
+/// The resources that are one object (`ns`, `protocolip`, `protocoltcp`), or `None`.
+pub fn singleton(resource: &str, config: &Config, rt: &dyn Runtime) -> Option<Object> {
+    match resource {
+        "ns" => Some(ns(config, rt)),
+        "protocolip" => Some(protocolip(rt)),
+        "protocoltcp" => Some(protocoltcp(config, rt)),
+        _ => None,
+    }
+}
+
 /// `stat ns`: the system as a whole (a singleton: an object, as appliances send it).
 pub fn ns(config: &Config, rt: &dyn Runtime) -> Object {
     let workers = rt.workers();
