@@ -1,4 +1,6 @@
-//! ns per selection decision, per method and pool size.
+//! ns per selection decision, per method and pool size: over the services' values in columns
+//! (`select/…`, `ColumnView`) and, as the baseline of the same run, service by service from a
+//! table of rows (`select-rows/…`, `SnapshotView`).
 //!
 //! `cargo bench -p fulcrum-benches --bench selection`
 
@@ -8,7 +10,8 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use engine::lb::{
-    FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, SnapshotView, member_seed,
+    ColumnView, FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, ServiceView, SnapshotView,
+    member_seed,
 };
 
 const SIZES: [usize; 4] = [3, 16, 256, 4096];
@@ -114,21 +117,51 @@ fn bench_selection(c: &mut Criterion) {
         })
         .collect();
     for (name, method, weights) in methods {
-        let mut group = c.benchmark_group(format!("select/{name}"));
-        group.throughput(Throughput::Elements(1));
-        for n in SIZES {
-            let (pool, view) = setup(method, n, weights);
-            let mut state = pool.new_state();
-            let mut i = 0usize;
-            group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-                b.iter(|| {
-                    i = (i + 1) & 1023;
-                    black_box(pool.select(&mut state, black_box(&view), &keys[i]))
-                })
-            });
+        bench_method(
+            c,
+            &format!("select/{name}"),
+            method,
+            weights,
+            &keys,
+            |rows| ColumnView::from(&rows),
+        );
+        let least = !matches!(method, Method::RoundRobin | Method::Hash(_));
+        if least {
+            bench_method(
+                c,
+                &format!("select-rows/{name}"),
+                method,
+                weights,
+                &keys,
+                |r| r,
+            );
         }
-        group.finish();
     }
+}
+
+fn bench_method<V: ServiceView>(
+    c: &mut Criterion,
+    group_name: &str,
+    method: Method,
+    weights: Weights,
+    keys: &[FlowKey],
+    view_of: impl Fn(SnapshotView) -> V,
+) {
+    let mut group = c.benchmark_group(group_name);
+    group.throughput(Throughput::Elements(1));
+    for n in SIZES {
+        let (pool, rows) = setup(method, n, weights);
+        let view = view_of(rows);
+        let mut state = pool.new_state();
+        let mut i = 0usize;
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                i = (i + 1) & 1023;
+                black_box(pool.select(&mut state, black_box(&view), &keys[i]))
+            })
+        });
+    }
+    group.finish();
 }
 
 criterion_group! {

@@ -5,7 +5,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use engine::counters::Counters;
-use engine::lb::{FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, SnapshotView};
+use engine::lb::{
+    ColumnView, FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, SnapshotView,
+};
 
 struct Counting;
 
@@ -62,6 +64,7 @@ fn decisions_and_counter_updates_do_not_allocate() {
             })
             .collect(),
     };
+    let columns = ColumnView::from(&view);
     let (_counters, mut writers) = Counters::new(1, 64);
     // The counter sees allocations at all (else the assertions below would prove nothing).
     let probe = allocations();
@@ -79,6 +82,7 @@ fn decisions_and_counter_updates_do_not_allocate() {
             let pool = Pool::new(method, members);
             let mut state = pool.new_state();
             pool.start_round_robin(&mut state, 1, engine::lb::RoundRobinReason::VserverCreated);
+            let mut columns_state = state.clone();
             let before = allocations();
             for i in 0..1000u32 {
                 let key = FlowKey {
@@ -90,6 +94,8 @@ fn decisions_and_counter_updates_do_not_allocate() {
                 let c = pool
                     .select(&mut state, &view, &key)
                     .expect("candidates exist");
+                let by_columns = pool.select(&mut columns_state, &columns, &key);
+                assert!(by_columns.is_some(), "{method:?} over columns");
                 writers[0].flow_opened(c.service);
                 writers[0].count(c.service, u64::from(i / 100), 1, 64);
                 writers[0].tick(u64::from(i / 100));

@@ -1,6 +1,8 @@
 //! Properties of the selection core over generated pools.
 
-use engine::lb::{FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, SnapshotView};
+use engine::lb::{
+    ColumnView, FlowKey, HashKey, Member, Method, Pool, ServiceSnapshot, SnapshotView,
+};
 use proptest::prelude::*;
 
 fn view(n: usize) -> SnapshotView {
@@ -31,7 +33,51 @@ fn pool(method: Method, weights: &[u32]) -> Pool {
     Pool::new(method, members)
 }
 
+/// Services with random values: some not candidates, some without a response time or a load,
+/// and counts near the 63-bit rank limit where `huge` says so.
+fn random_view() -> impl Strategy<Value = SnapshotView> {
+    let service = (
+        any::<bool>(),
+        prop_oneof![0u64..50, Just(u64::MAX / 3)],
+        0u64..1000,
+        prop::option::weighted(0.9, 0u64..100),
+        prop::option::weighted(0.9, 0u64..100),
+    )
+        .prop_map(
+            |(candidate, active, packets, response_time, load)| ServiceSnapshot {
+                candidate: candidate || active % 3 == 0,
+                active,
+                packets,
+                bytes: packets * 100,
+                response_time,
+                load,
+            },
+        );
+    prop::collection::vec(service, 1..40).prop_map(|services| SnapshotView { services })
+}
+
 proptest! {
+    /// The column scan and the service-by-service scan make the same decisions, in order,
+    /// for every least-X method, with small or wide weights (ranked or cross-multiplied).
+    #[test]
+    fn columns_and_rows_choose_alike(
+        rows in random_view(),
+        weights in prop::collection::vec(prop_oneof![1u32..=5, 1u32..=100], 40),
+        decisions in 1usize..20,
+    ) {
+        let columns = ColumnView::from(&rows);
+        let n = rows.services.len();
+        for method in [Method::LeastConnection, Method::LeastPackets, Method::LeastBandwidth, Method::Lrtm, Method::LeastResponseTime, Method::CustomLoad] {
+            let p = pool(method, &weights[..n]);
+            let (mut by_rows, mut by_columns) = (p.new_state(), p.new_state());
+            for _ in 0..decisions {
+                let a = p.select(&mut by_rows, &rows, &FlowKey::default());
+                let b = p.select(&mut by_columns, &columns, &FlowKey::default());
+                prop_assert_eq!(a, b, "{:?}", method);
+            }
+        }
+    }
+
     /// Over every cycle (the sum of the weights) each service is chosen exactly `weight` times.
     #[test]
     fn weighted_round_robin_gives_each_its_weight_per_cycle(weights in prop::collection::vec(1u32..=100, 1..12), cycles in 1usize..4) {

@@ -7,7 +7,7 @@
 //! so the scan is one multiply per member off the critical path and a running minimum.
 //! Otherwise members are compared pairwise by cross-multiplying (`N_a × w_b < N_b × w_a`).
 
-use super::{Member, Sample, ServiceId};
+use super::{Columns, Entry, Member, Sample, ServiceId, Stat};
 
 pub(super) enum Pick {
     Chosen(usize),
@@ -51,6 +51,66 @@ pub(super) fn scales(members: &[Member]) -> Option<Scales> {
         limit: (TIER_BIT - 2) / largest,
         per_member,
     })
+}
+
+/// How a least-X method turns a member's statistic (and its active transactions) into
+/// `(tier, N)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rule {
+    /// `N` is the statistic (LEASTCONNECTION, LEASTPACKETS, LEASTBANDWIDTH).
+    Plain,
+    /// `N = active × statistic` (LRTM, LEASTRESPONSETIME).
+    TimesActive,
+    /// Services without active transactions first (tier 0), then `N` is the statistic
+    /// (CUSTOMLOAD).
+    TierByActive,
+}
+
+impl Rule {
+    pub(super) fn needs_active(self) -> bool {
+        self != Self::Plain
+    }
+
+    #[inline(always)]
+    pub(super) fn apply(self, value: u64, active: u64) -> (u64, u64) {
+        match self {
+            Self::Plain => (0, value),
+            // Both factors capped at 2^32 so the product fits 64 bits exactly.
+            Self::TimesActive => {
+                let cap = u64::from(u32::MAX);
+                (0, active.min(cap) * value.min(cap))
+            }
+            // `active != 0` as arithmetic (the top bit of `x | -x`): as a comparison it
+            // becomes a branch.
+            Self::TierByActive => ((active | active.wrapping_neg()) >> 63, value),
+        }
+    }
+}
+
+/// A least-X method's statistic and rule as constants, so that each method's scan is compiled
+/// for it alone (no test of the method per member).
+pub(super) trait LeastX {
+    const STAT: Stat;
+    const RULE: Rule;
+}
+
+macro_rules! least_x {
+    ($($name:ident: $stat:ident, $rule:ident;)*) => {$(
+        pub(super) struct $name;
+        impl LeastX for $name {
+            const STAT: Stat = Stat::$stat;
+            const RULE: Rule = Rule::$rule;
+        }
+    )*};
+}
+
+least_x! {
+    LeastConnection: Active, Plain;
+    LeastPackets: Packets, Plain;
+    LeastBandwidth: Bytes, Plain;
+    Lrtm: ResponseTime, TimesActive;
+    LeastResponseTime: MeasuredResponseTime, TimesActive;
+    CustomLoad: Load, TierByActive;
 }
 
 /// What a least-X method reads for one member: skip it, no sample yet, or `(tier, N)`.
@@ -218,6 +278,123 @@ fn scan_crossed(
         }
     }
     true
+}
+
+/// [`select`] over dense columns: the same pick, with loads and selects per member and no
+/// branch. `None` when [`select`] must decide: a candidate has no sample yet (rare: LRTM and
+/// CUSTOMLOAD before the monitors answer), a rank would not fit in 63 bits, or a member's
+/// service is past the columns' end (`largest` is the largest service id).
+#[inline(always)]
+pub(super) fn select_columns(
+    members: &[Member],
+    largest: usize,
+    scales: Option<&Scales>,
+    last: Option<usize>,
+    columns: &Columns,
+    rule: Rule,
+) -> Option<Pick> {
+    if largest >= columns.services() && !members.is_empty() {
+        return None;
+    }
+    let start = match last {
+        Some(l) if l + 1 < members.len() => l + 1,
+        _ => 0,
+    };
+    let (head, tail) = members.split_at(start);
+    let mut scan = ColumnScan {
+        index: usize::MAX,
+        rank: u64::MAX,
+        unsure: false,
+    };
+    let index = match scales {
+        Some(scales) => {
+            let (scale_head, scale_tail) = scales.per_member.split_at(start);
+            let limit = scales.limit;
+            scan_ranked_columns(tail, scale_tail, start, limit, columns, rule, &mut scan);
+            scan_ranked_columns(head, scale_head, 0, limit, columns, rule, &mut scan);
+            scan.index
+        }
+        None => {
+            let mut best = Crossed {
+                index: usize::MAX,
+                tier: u8::MAX,
+                value: u64::MAX,
+                weight: 1,
+            };
+            scan_crossed_columns(tail, start, columns, rule, &mut best, &mut scan.unsure);
+            scan_crossed_columns(head, 0, columns, rule, &mut best, &mut scan.unsure);
+            best.index
+        }
+    };
+    match (scan.unsure, index) {
+        (true, _) => None,
+        (false, usize::MAX) => Some(Pick::NoCandidate),
+        (false, i) => Some(Pick::Chosen(i)),
+    }
+}
+
+struct ColumnScan {
+    index: usize,
+    rank: u64,
+    /// A pickable member has no sample, or its rank does not fit in 63 bits.
+    unsure: bool,
+}
+
+#[inline(always)]
+fn scan_ranked_columns(
+    members: &[Member],
+    scales: &[u64],
+    offset: usize,
+    limit: u64,
+    columns: &Columns,
+    rule: Rule,
+    scan: &mut ColumnScan,
+) {
+    for (k, (m, &scale)) in members.iter().zip(scales).enumerate() {
+        // SAFETY: `select_columns` checked every member's service against the columns.
+        let e = unsafe { columns.read(m.service as usize) };
+        let pickable = e.flags & Entry::PICKABLE != 0;
+        let (tier, n) = rule.apply(e.value, u64::from(e.active));
+        scan.unsure |= pickable & ((e.flags & Entry::SAMPLED == 0) | (n > limit));
+        let rank = (tier << 63) | n.wrapping_mul(scale);
+        // Strictly smaller only, as in `scan_ranked`; a member that cannot be picked ranks
+        // at `u64::MAX` and never wins.
+        let rank = if pickable { rank } else { u64::MAX };
+        let better = rank < scan.rank;
+        scan.index = if better { offset + k } else { scan.index };
+        scan.rank = if better { rank } else { scan.rank };
+    }
+}
+
+#[inline(always)]
+fn scan_crossed_columns(
+    members: &[Member],
+    offset: usize,
+    columns: &Columns,
+    rule: Rule,
+    best: &mut Crossed,
+    unsure: &mut bool,
+) {
+    for (k, m) in members.iter().enumerate() {
+        // SAFETY: `select_columns` checked every member's service against the columns.
+        let e = unsafe { columns.read(m.service as usize) };
+        let pickable = e.flags & Entry::PICKABLE != 0;
+        let (tier, value) = rule.apply(e.value, u64::from(e.active));
+        let tier = tier as u8;
+        *unsure |= pickable & (e.flags & Entry::SAMPLED == 0);
+        let weight = u64::from(m.weight);
+        let smaller = u128::from(value) * u128::from(best.weight)
+            < u128::from(best.value) * u128::from(weight);
+        let better = pickable & ((tier < best.tier) | ((tier == best.tier) & smaller));
+        if better {
+            *best = Crossed {
+                index: offset + k,
+                tier,
+                value,
+                weight,
+            };
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,9 +20,11 @@ use std::fmt;
 
 pub(crate) use hash::mix as mix64;
 pub use hash::{FlowKey, member_seed};
-pub use view::{Sample, ServiceSnapshot, ServiceView, SnapshotView, Stat};
+pub use view::{
+    ColumnView, Columns, Entry, Sample, ServiceSnapshot, ServiceView, SnapshotView, Stat,
+};
 
-use least::Metric;
+use least::{LeastX, Metric};
 
 /// Index of a service in the runtime tables.
 pub type ServiceId = u32;
@@ -105,6 +107,8 @@ pub struct Pool {
     equal_weights: bool,
     /// `L / weight` per member for exact ranking without cross-multiplying (see `least`).
     scales: Option<least::Scales>,
+    /// The largest member's service id: the columns a view offers must reach it.
+    largest_service: usize,
     /// Applied to IPv4 addresses before hashing (`-netmask`).
     hash_mask: u32,
 }
@@ -127,7 +131,13 @@ impl Pool {
         }
         let equal_weights = members.windows(2).all(|w| w[0].weight == w[1].weight);
         let scales = least::scales(&members);
+        let largest_service = members
+            .iter()
+            .map(|m| m.service as usize)
+            .max()
+            .unwrap_or(0);
         Self {
+            largest_service,
             method,
             members: members.into_boxed_slice(),
             equal_weights,
@@ -196,37 +206,25 @@ impl Pool {
                 rr::select(&self.members, &mut state.rr_current, view)?,
                 None,
             ),
-            Method::LeastConnection => {
-                self.least(state, |s| view.sample(s, Stat::Active).into())?
-            }
-            Method::LeastPackets => self.least(state, |s| view.sample(s, Stat::Packets).into())?,
-            Method::LeastBandwidth => self.least(state, |s| view.sample(s, Stat::Bytes).into())?,
-            Method::Lrtm | Method::LeastResponseTime => {
-                let stat = if self.method == Method::Lrtm {
-                    Stat::ResponseTime
-                } else {
-                    Stat::MeasuredResponseTime
-                };
-                self.least_or_rr(state, view, RoundRobinReason::ResponseTimeMissing, |s| {
-                    match view.sample(s, stat) {
-                        // Both factors capped at 2^32 so the product fits 64 bits exactly.
-                        Sample::Value(rt) => {
-                            let cap = u64::from(u32::MAX);
-                            Metric::Value(0, view.active(s).min(cap) * rt.min(cap))
-                        }
-                        other => other.into(),
-                    }
-                })?
-            }
+            Method::LeastConnection => self.least::<_, least::LeastConnection>(state, view)?,
+            Method::LeastPackets => self.least::<_, least::LeastPackets>(state, view)?,
+            Method::LeastBandwidth => self.least::<_, least::LeastBandwidth>(state, view)?,
+            Method::Lrtm => self.least_or_rr::<_, least::Lrtm>(
+                state,
+                view,
+                RoundRobinReason::ResponseTimeMissing,
+            )?,
+            Method::LeastResponseTime => self.least_or_rr::<_, least::LeastResponseTime>(
+                state,
+                view,
+                RoundRobinReason::ResponseTimeMissing,
+            )?,
             // While any candidate has no active transaction, only those compete (tier 0).
-            Method::CustomLoad => {
-                self.least_or_rr(state, view, RoundRobinReason::LoadMissing, |s| {
-                    match view.sample(s, Stat::Load) {
-                        Sample::Value(load) => Metric::Value(u8::from(view.active(s) > 0), load),
-                        other => other.into(),
-                    }
-                })?
-            }
+            Method::CustomLoad => self.least_or_rr::<_, least::CustomLoad>(
+                state,
+                view,
+                RoundRobinReason::LoadMissing,
+            )?,
         };
         state.last = Some(member);
         state.current_reason = reason;
@@ -237,25 +235,57 @@ impl Pool {
         })
     }
 
-    fn least(
+    /// The least-X decision: over the view's columns when it has them, else service by
+    /// service (and exactly, when a rank would not fit in 63 bits).
+    #[inline(always)]
+    fn pick_least<V: ServiceView, M: LeastX>(&self, state: &PoolState, view: &V) -> least::Pick {
+        let scales = self.scales.as_ref();
+        if let Some(columns) = view.columns(M::STAT)
+            && let Some(pick) = least::select_columns(
+                &self.members,
+                self.largest_service,
+                scales,
+                state.last,
+                &columns,
+                M::RULE,
+            )
+        {
+            return pick;
+        }
+        least::select(&self.members, scales, state.last, |s| {
+            match view.sample(s, M::STAT) {
+                Sample::Value(value) => {
+                    let active = if M::RULE.needs_active() {
+                        view.active(s)
+                    } else {
+                        0
+                    };
+                    let (tier, n) = M::RULE.apply(value, active);
+                    Metric::Value(tier as u8, n)
+                }
+                other => other.into(),
+            }
+        })
+    }
+
+    fn least<V: ServiceView, M: LeastX>(
         &self,
         state: &PoolState,
-        metric: impl FnMut(ServiceId) -> Metric,
+        view: &V,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, self.scales.as_ref(), state.last, metric) {
+        match self.pick_least::<V, M>(state, view) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate | least::Pick::MissingSample => None,
         }
     }
 
-    fn least_or_rr<V: ServiceView>(
+    fn least_or_rr<V: ServiceView, M: LeastX>(
         &self,
         state: &mut PoolState,
         view: &V,
         reason: RoundRobinReason,
-        metric: impl FnMut(ServiceId) -> Metric,
     ) -> Option<(usize, Option<RoundRobinReason>)> {
-        match least::select(&self.members, self.scales.as_ref(), state.last, metric) {
+        match self.pick_least::<V, M>(state, view) {
             least::Pick::Chosen(m) => Some((m, None)),
             least::Pick::NoCandidate => None,
             least::Pick::MissingSample => Some((
