@@ -35,11 +35,28 @@ fn worker(flows: usize) -> Worker {
 
 /// `n` workers sharing counters, health and neighbours, the backends' MACs learned.
 fn workers(flows: usize, n: usize) -> Vec<Worker> {
-    let (cfg, _) = ctl::conf::replay_text(CONFIG);
+    workers_for(CONFIG, 3, flows, n)
+}
+
+/// The vserver `web` balancing over `services` services s1… (198.18.0.11…) by `method`.
+fn config(services: u8, method: &str) -> String {
+    let mut c = String::from("add ns ip 198.18.0.2 255.255.255.0 -type SNIP\n");
+    c += &format!("add lb vserver web TCP 198.18.0.100 80 -lbMethod {method}\n");
+    for i in 1..=services {
+        c += &format!("add service s{i} 198.18.0.{} TCP 80\n", 10 + i);
+        c += &format!("bind lb vserver web s{i}\n");
+    }
+    c
+}
+
+/// Workers for `config`, whose services are at 198.18.0.11 to 198.18.0.(10 + `services`).
+fn workers_for(config: &str, services: u8, flows: usize, n: usize) -> Vec<Worker> {
+    let (cfg, errors) = ctl::conf::replay_text(config);
+    assert!(errors.is_empty(), "{errors:?}");
     let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let mut all = Crew::new(n, &[LB_MAC], flows, 16, &tables).workers;
+    let mut all = Crew::new(n, &[LB_MAC], flows, 64, &tables).workers;
     let w = &mut all[0];
-    for i in 1..=3u8 {
+    for i in 1..=services {
         let mut arp = vec![0u8; 42];
         arp[0..6].copy_from_slice(&LB_MAC);
         arp[6..12].copy_from_slice(&[2, 0xbe, 0, 0, 0, i]);
@@ -228,26 +245,53 @@ fn bench(c: &mut Criterion) {
         });
     }
 
-    // New flows: each SYN is a selection, a flow insert and a NAT port.
-    let mut port = 0u16;
-    g.bench_function("new-flow-syn", |b| {
-        b.iter_batched_ref(
-            || {
-                let frames: Vec<Vec<u8>> = (0..BURST)
-                    .map(|_| {
-                        port = port.wrapping_add(1);
-                        segment(1024 + port % 60_000, true, b"")
-                    })
-                    .collect();
-                (worker(4096), frames)
-            },
-            |(w, burst)| {
-                let mut verdicts = [Verdict::Consumed; BURST];
-                std::hint::black_box(w.process_burst(3, 0, burst, &mut verdicts));
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    // New flows: each SYN is a selection, a flow insert and a NAT port; over the three
+    // services of CONFIG and over 16 by each least-X method that reads the data path's
+    // own counters.
+    let setups = [
+        ("new-flow-syn", CONFIG.to_owned(), 3),
+        (
+            "new-flow-syn-16-services-leastconnection",
+            config(16, "LEASTCONNECTION"),
+            16,
+        ),
+        (
+            "new-flow-syn-16-services-leastpackets",
+            config(16, "LEASTPACKETS"),
+            16,
+        ),
+        (
+            "new-flow-syn-16-services-roundrobin",
+            config(16, "ROUNDROBIN"),
+            16,
+        ),
+    ];
+    for (name, config, services) in setups {
+        let mut port = 0u16;
+        g.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || {
+                    let frames: Vec<Vec<u8>> = (0..BURST)
+                        .map(|_| {
+                            port = port.wrapping_add(1);
+                            segment(1024 + port % 60_000, true, b"")
+                        })
+                        .collect();
+                    let mut w = workers_for(&config, services, 4096, 1).remove(0);
+                    // Past the startup round robin (the method decides), clock at 3 ms.
+                    for p in 0..200u16 {
+                        w.process(2, 0, &mut segment(60_000 + p, true, b""));
+                    }
+                    (w, frames)
+                },
+                |(w, burst)| {
+                    let mut verdicts = [Verdict::Consumed; BURST];
+                    std::hint::black_box(w.process_burst(3, 0, burst, &mut verdicts));
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
     g.finish();
 }
 

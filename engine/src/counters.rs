@@ -155,6 +155,11 @@ impl Counters {
         self.services
     }
 
+    /// The cores counting (each has a slot per service).
+    pub fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
     fn sum(&self, service: u32, f: impl Fn(&Slot) -> u64) -> u64 {
         self.cores
             .iter()

@@ -500,7 +500,7 @@ impl FlowTable {
 
     pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
         let (ck, sk) = (flow.client_key(), flow.server_key());
-        let (Err(ci), Err(_)) = (self.find(&ck), self.find(&sk)) else {
+        let (Err(ci), Err(si)) = (self.find(&ck), self.find(&sk)) else {
             return Err(InsertError::Duplicate);
         };
         let slot = self.free.pop().ok_or(InsertError::Full)?;
@@ -516,8 +516,10 @@ impl FlowTable {
             slot,
             side: Side::Client,
         };
-        // Find the server bucket after placing the client key: it may have taken that bucket.
-        if let Err(si) = self.find(&sk) {
+        // The client key took the server's free bucket only if both probes ended there (every
+        // bucket before `si` on the server's chain is taken, so `ci` is not among them).
+        let si = if si == ci { self.find(&sk) } else { Err(si) };
+        if let Err(si) = si {
             self.index[si] = Entry {
                 key: sk,
                 slot,

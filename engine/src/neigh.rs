@@ -20,8 +20,8 @@ pub struct Neighbour {
 
 type Map = HashMap<Ipv4Addr, Neighbour, AddrHashing>;
 
-/// Hashing for the per-packet neighbour lookup: a keyed multiply-xorshift of the address
-/// (SipHash, std's default, cost a lookup some 15 ns). The key is drawn once per process, so
+/// Hashing for per-packet lookups of addresses (neighbours, the vserver of a new flow): a keyed
+/// multiply-xorshift (SipHash, std's default, cost a lookup some 15 ns). The key is drawn once per process, so
 /// addresses an attacker picks do not collide by design; the table is bounded anyway.
 #[derive(Clone, Debug)]
 pub struct AddrHashing {
@@ -60,6 +60,10 @@ impl std::hash::Hasher for AddrHasher {
 
     fn write_u8(&mut self, b: u8) {
         self.state = (self.state ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_u16(&mut self, v: u16) {
+        self.write_u32(u32::from(v));
     }
 
     fn write_u32(&mut self, v: u32) {

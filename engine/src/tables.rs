@@ -10,6 +10,8 @@
 //! another) need no further configuration.
 
 use std::collections::HashMap;
+
+use crate::neigh::AddrHashing;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -225,8 +227,9 @@ pub struct Tables {
     /// `-sessionsThreshold` reached: no new persistence session (shared by every
     /// generation; see the control plane's `watch`).
     pub sessions_full: Arc<std::sync::atomic::AtomicBool>,
-    exact: HashMap<(u32, u8, u16), u32>,
-    any_port: HashMap<(u32, u8), u32>,
+    /// Per new flow; keyed by configured addresses only, so a fast hash will do.
+    exact: HashMap<(u32, u8, u16), u32, AddrHashing>,
+    any_port: HashMap<(u32, u8), u32, AddrHashing>,
 }
 
 fn contains(net: Ipv4Addr, mask: u32, ip: Ipv4Addr) -> bool {
@@ -341,8 +344,8 @@ impl Tables {
 
         let use_port = config.lb_parameter.use_port_for_hash_lb.is_yes();
         let mut vservers = Vec::new();
-        let mut exact = HashMap::new();
-        let mut any_port = HashMap::new();
+        let mut exact = HashMap::default();
+        let mut any_port = HashMap::default();
         for v in config.vservers.values() {
             // A vserver without an address serves only as a backup: in the tables, not in
             // the address maps.

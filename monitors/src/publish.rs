@@ -2,7 +2,10 @@
 //! the LRTM response time and the CUSTOMLOAD load. A service is UP until a monitor says
 //! otherwise (services without monitors, `-healthMonitor NO`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// Index of a service in the engine's runtime tables.
 pub type ServiceId = u32;
@@ -23,6 +26,9 @@ pub struct ServiceHealth {
     probes_failed: AtomicU64,
     /// Frames the monitor core built but could not hand to the workers (ring full).
     frames_lost: AtomicU64,
+    /// Bumped whenever a service's UP state or load exclusion changes: a worker's copy of
+    /// what selection reads is rebuilt at once, not at its next periodic refresh.
+    state_changes: AtomicU64,
 }
 
 impl ServiceHealth {
@@ -36,6 +42,7 @@ impl ServiceHealth {
             probes_passed: AtomicU64::new(0),
             probes_failed: AtomicU64::new(0),
             frames_lost: AtomicU64::new(0),
+            state_changes: AtomicU64::new(0),
         }
     }
 
@@ -84,9 +91,17 @@ impl ServiceHealth {
     }
 
     pub fn set_up(&self, s: ServiceId, up: bool) {
-        if let Some(u) = self.up.get(s as usize) {
-            u.store(up, Relaxed);
+        if let Some(u) = self.up.get(s as usize)
+            && u.swap(up, Relaxed) != up
+        {
+            self.state_changes.fetch_add(1, Release);
         }
+    }
+
+    /// How many times a service's UP state or load exclusion changed so far.
+    #[inline]
+    pub fn state_changes(&self) -> u64 {
+        self.state_changes.load(Acquire)
     }
 
     /// The service went DOWN by its monitors' decision (not UNKNOWN, not UP).
@@ -131,8 +146,10 @@ impl ServiceHealth {
     }
 
     pub fn set_load_excluded(&self, s: ServiceId, excluded: bool) {
-        if let Some(x) = self.load_excluded.get(s as usize) {
-            x.store(excluded, Relaxed);
+        if let Some(x) = self.load_excluded.get(s as usize)
+            && x.swap(excluded, Relaxed) != excluded
+        {
+            self.state_changes.fetch_add(1, Release);
         }
     }
 

@@ -174,6 +174,11 @@ impl<'a> Columns<'a> {
         self.entries.len()
     }
 
+    /// Service `s`'s entry, checked.
+    pub fn entry(&self, s: ServiceId) -> Option<Entry> {
+        self.entries.get(s as usize).copied()
+    }
+
     /// # Safety
     /// `s < self.services()`.
     #[inline(always)]

@@ -289,10 +289,13 @@ impl Worker {
             return Err(DropReason::NoFlow);
         }
         self.make_room(ip.proto == Proto::Tcp)?;
+        self.columns
+            .refresh(now_ms, &self.tables, &self.health, &self.counters);
         let view = LiveView {
             tables: &self.tables,
             health: &self.health,
             counters: &self.counters,
+            columns: &self.columns,
         };
         let vs = if fallback.is_none() {
             vs
@@ -405,6 +408,7 @@ impl Worker {
         match self.flows.insert(flow) {
             Ok(slot) => {
                 self.writer.flow_opened(service);
+                self.columns.opened(service);
                 self.writer.vserver_hit(vserver_id);
                 self.stats.flows_created += 1;
                 Ok(slot)
@@ -464,7 +468,7 @@ impl Worker {
             return Verdict::Drop(DropReason::NoFlow);
         };
         flow.last_seen = now_ms;
-        close_if_over(&self.writer, flow);
+        close_if_over(&self.writer, &mut self.columns, flow);
         if let Some(ms) = flow.tcp.response(side, ip.tcp, now_ms) {
             self.writer.response(flow.service, ms);
         }
@@ -527,7 +531,7 @@ impl Worker {
     /// Follows the TCP progress of the flow in `slot`.
     pub(super) fn track(&mut self, slot: u32, side: Side, flags: wire::TcpFlags) {
         if let Some(flow) = self.flows.progress(slot, side, flags) {
-            close_if_over(&self.writer, flow);
+            close_if_over(&self.writer, &mut self.columns, flow);
         }
     }
 
@@ -549,6 +553,7 @@ impl Worker {
         if let Some(flow) = self.flows.remove(slot) {
             if flow.active {
                 self.writer.flow_closed(flow.service);
+                self.columns.closed(flow.service);
             }
             self.writer.flow_removed(flow.service);
             self.snat
@@ -621,9 +626,14 @@ fn ts_base(now_ms: u64) -> u32 {
 /// After a flow's TCP progress: a closed connection is no longer an active transaction,
 /// though its entry lingers for the last ACK and retransmissions.
 #[inline]
-fn close_if_over(writer: &crate::counters::CoreWriter, flow: &mut Flow) {
+fn close_if_over(
+    writer: &crate::counters::CoreWriter,
+    columns: &mut super::columns::SelectionColumns,
+    flow: &mut Flow,
+) {
     if flow.active && flow.tcp.is_closed() {
         flow.active = false;
         writer.flow_closed(flow.service);
+        columns.closed(flow.service);
     }
 }

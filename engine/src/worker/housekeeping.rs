@@ -56,6 +56,7 @@ impl Worker {
     /// included (their next frame would too, but an idle peer might wait a long time).
     fn sweep(&mut self, now_ms: u64) {
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
+        let columns = &mut self.columns;
         let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
         flushed.clear();
         // Half the embryonic budget spent: half-open flows get one second, not the embryonic
@@ -68,6 +69,7 @@ impl Worker {
             |f| {
                 if f.active {
                     writer.flow_closed(f.service);
+                    columns.closed(f.service);
                 }
                 writer.flow_removed(f.service);
                 snat.release_after(f.pool, f.snip.1, f.service, f.last_seen);

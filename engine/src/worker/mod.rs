@@ -11,11 +11,13 @@
 //! * `arp` — answering ARP, learning neighbours, asking for next hops.
 //! * `monitor` — readdressing frames to and from the monitor core.
 //! * `housekeeping` — the sweep, counter windows, periodic ARP, the outbox.
-//! * `view` — what selection reads about services.
+//! * `view` — what selection reads about services; `columns` — the worker's copy of it in
+//!   columns, for the least-X methods.
 //! * [`port`] — the [`Port`] trait and the in-memory port; [`run`] — the loop.
 
 mod arp;
 mod burst;
+mod columns;
 mod crew;
 mod flush;
 pub mod handoff;
@@ -112,6 +114,8 @@ pub struct Worker {
     writer: CoreWriter,
     counters: Arc<Counters>,
     health: Arc<ServiceHealth>,
+    /// What the least-X methods read, copied into columns (see `columns`).
+    columns: columns::SelectionColumns,
     outbox: Vec<OwnFrame>,
     /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's budget).
     flushed: Vec<Flow>,
@@ -168,6 +172,7 @@ impl Worker {
             writer: setup.writer,
             counters: setup.counters,
             health: setup.health,
+            columns: columns::SelectionColumns::default(),
             outbox: Vec::with_capacity(OUTBOX),
             flushed: Vec::with_capacity(SWEEP_BUDGET),
             last_arp_round: None,
@@ -252,6 +257,7 @@ impl Worker {
     pub fn set_tables(&mut self, tables: Arc<Tables>) {
         let old = std::mem::replace(&mut self.tables, tables);
         self.writer.set_generation(self.tables.generation);
+        self.columns.reset(&self.tables);
         let mut pools = Vec::with_capacity(self.tables.vservers.len());
         for v in &self.tables.vservers {
             let previous = old.vservers.iter().position(|o| o.name == v.name);

@@ -51,11 +51,23 @@ impl Worker {
             return None;
         }
         let now_s = now_ms / 1000;
+        let opening = ip.tcp.syn && !ip.tcp.ack;
+        // The common cases first, before any lookup: a SYN while cookies are off, a segment
+        // while none was sent lately.
+        if opening && !self.cookies_on(now_s) {
+            return None;
+        }
+        let recent = self
+            .last_cookie_s
+            .is_some_and(|t| now_s.saturating_sub(t) < COOKIE_ACKS_S);
+        if !opening && (!ip.tcp.ack || ip.tcp.syn || ip.tcp.fin || !recent) {
+            return None;
+        }
         let vs = self.tables.vserver_for(ip.dst, ip.proto, ip.dst_port)?;
         let tuple = ((ip.src, ip.src_port), (ip.dst, ip.dst_port));
         let n = wire::tcp_numbers(frame, ip)?;
-        if ip.tcp.syn && !ip.tcp.ack {
-            if !self.cookies_on(now_s) || !self.tables.vservers[vs as usize].enabled {
+        if opening {
+            if !self.tables.vservers[vs as usize].enabled {
                 return None;
             }
             if self.outbox.len() >= OUTBOX - OUTBOX_RESERVED {
@@ -78,12 +90,6 @@ impl Worker {
             self.last_cookie_s = Some(now_s);
             self.stats.syn_cookies_sent += 1;
             return Some(Verdict::Consumed);
-        }
-        let recent = self
-            .last_cookie_s
-            .is_some_and(|t| now_s.saturating_sub(t) < COOKIE_ACKS_S);
-        if !ip.tcp.ack || ip.tcp.syn || ip.tcp.fin || !recent {
-            return None;
         }
         // The handshake's ACK is numbered ISN + 1; if it was lost, the client's zero-window
         // probe (numbered one less, RFC 9293 §3.8.6.1) proves the cookie just as well.

@@ -3,13 +3,16 @@
 
 use crate::counters::Counters;
 use crate::health::ServiceHealth;
-use crate::lb::{ServiceId, ServiceView};
+use crate::lb::{Columns, ServiceId, ServiceView, Stat};
+
+use super::columns::SelectionColumns;
 use crate::tables::Tables;
 
 pub(super) struct LiveView<'a> {
     pub tables: &'a Tables,
     pub health: &'a ServiceHealth,
     pub counters: &'a Counters,
+    pub columns: &'a SelectionColumns,
 }
 
 impl ServiceView for LiveView<'_> {
@@ -48,5 +51,9 @@ impl ServiceView for LiveView<'_> {
     #[inline]
     fn measured_response_time(&self, s: ServiceId) -> Option<u64> {
         self.counters.response_time_us(s)
+    }
+    #[inline]
+    fn columns(&self, stat: Stat) -> Option<Columns<'_>> {
+        self.columns.get(stat)
     }
 }

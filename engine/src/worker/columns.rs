@@ -1,0 +1,252 @@
+//! The worker's copy of what the least-X methods read, in dense columns (one [`Entry`] per
+//! service and statistic), so a decision scans its members without a call, a branch or a
+//! read of another core's counter lines per member.
+//!
+//! Freshness: other cores' counters and the monitors' samples are copied when a decision
+//! needs them and the copy is older than `interval_ms` (1 ms, more for configurations whose
+//! copy costs more); a new configuration generation or a change of a service's UP state or
+//! load exclusion rebuilds the copy before the next decision. This worker's own flows count at
+//! once ([`SelectionColumns::opened`], [`SelectionColumns::closed`]), so a burst of new
+//! connections spreads as the method says. A service with `-maxClient` is left to the
+//! service-by-service path, whose limit check needs the exact count: its entries carry no
+//! sample, which hands the decision there.
+
+use crate::counters::Counters;
+use crate::health::ServiceHealth;
+use crate::lb::{Columns, Entry, Method, ServiceId, Stat};
+use crate::tables::Tables;
+
+const STATS: usize = 6;
+const ACTIVE: usize = 0;
+const LOAD: usize = 5;
+
+fn index(stat: Stat) -> usize {
+    match stat {
+        Stat::Active => ACTIVE,
+        Stat::Packets => 1,
+        Stat::Bytes => 2,
+        Stat::ResponseTime => 3,
+        Stat::MeasuredResponseTime => 4,
+        Stat::Load => LOAD,
+    }
+}
+
+/// The statistics a method's decisions read (besides active transactions, in every entry).
+fn stat_of(method: Method) -> Option<Stat> {
+    match method {
+        Method::LeastConnection => Some(Stat::Active),
+        Method::LeastPackets => Some(Stat::Packets),
+        Method::LeastBandwidth => Some(Stat::Bytes),
+        Method::Lrtm => Some(Stat::ResponseTime),
+        Method::LeastResponseTime => Some(Stat::MeasuredResponseTime),
+        Method::CustomLoad => Some(Stat::Load),
+        Method::RoundRobin | Method::Hash(_) => None,
+    }
+}
+
+/// How long a copy serves: 1 ms, plus 1 ms per 2,048 counter lines it reads, so refreshing
+/// a large configuration on many cores stays a small share of a worker's time.
+fn interval_ms(services: usize, cores: usize) -> u64 {
+    1 + (services.saturating_mul(cores) / 2_048) as u64
+}
+
+#[derive(Debug, Default)]
+pub(super) struct SelectionColumns {
+    columns: [Vec<Entry>; STATS],
+    /// The columns some vserver's method reads (the others are left empty).
+    wanted: [bool; STATS],
+    /// The health's change count the copy was made at; `None`: rebuild before use.
+    health_changes: Option<u64>,
+    refreshed_ms: u64,
+}
+
+impl SelectionColumns {
+    /// A new configuration generation: the columns its methods read, rebuilt before the
+    /// next decision.
+    pub(super) fn reset(&mut self, tables: &Tables) {
+        self.wanted = [false; STATS];
+        for v in &tables.vservers {
+            if let Some(stat) = stat_of(v.pool.method()) {
+                self.wanted[index(stat)] = true;
+            }
+        }
+        for (column, &wanted) in self.columns.iter_mut().zip(&self.wanted) {
+            column.clear();
+            if wanted {
+                column.resize(tables.services.len(), Entry::default());
+            }
+        }
+        self.health_changes = None;
+    }
+
+    /// Brings the columns up to date for a decision at `now_ms` (see the module's doc).
+    pub(super) fn refresh(
+        &mut self,
+        now_ms: u64,
+        tables: &Tables,
+        health: &ServiceHealth,
+        counters: &Counters,
+    ) {
+        if !self.wanted.contains(&true) {
+            return;
+        }
+        let changes = health.state_changes();
+        let due = now_ms
+            >= self
+                .refreshed_ms
+                .saturating_add(interval_ms(tables.services.len(), counters.cores()));
+        if self.health_changes == Some(changes) && !due {
+            return;
+        }
+        for (s, service) in tables.services.iter().enumerate() {
+            let id = s as ServiceId;
+            let candidate = service
+                .as_ref()
+                .is_some_and(|x| x.enabled && x.path.is_some())
+                && health.is_up(id);
+            let capped = service.as_ref().is_some_and(|x| x.max_client != 0);
+            let active = counters.active(id);
+            for k in 0..STATS {
+                if !self.wanted[k] {
+                    continue;
+                }
+                let value = match k {
+                    ACTIVE => Some(active),
+                    1 => Some(counters.window_packets(id)),
+                    2 => Some(counters.window_bytes(id)),
+                    3 => health.response_time(id),
+                    4 => counters.response_time_us(id),
+                    _ => health.load(id),
+                };
+                let pickable = candidate && !(k == LOAD && health.load_excluded(id));
+                let mut entry = Entry::new(pickable, value, active);
+                if capped {
+                    entry.flags &= !Entry::SAMPLED;
+                }
+                if let Some(e) = self.columns[k].get_mut(s) {
+                    *e = entry;
+                }
+            }
+        }
+        self.health_changes = Some(changes);
+        self.refreshed_ms = now_ms;
+    }
+
+    /// The columns of `stat`, when they are kept.
+    #[inline]
+    pub(super) fn get(&self, stat: Stat) -> Option<Columns<'_>> {
+        let k = index(stat);
+        (self.wanted[k] && self.health_changes.is_some()).then(|| Columns::new(&self.columns[k]))
+    }
+
+    /// This worker opened a flow to `service`.
+    #[inline]
+    pub(super) fn opened(&mut self, service: ServiceId) {
+        self.adjust(service, |n| n.saturating_add(1));
+    }
+
+    /// A flow of this worker's to `service` stopped being an active transaction.
+    #[inline]
+    pub(super) fn closed(&mut self, service: ServiceId) {
+        self.adjust(service, |n| n.saturating_sub(1));
+    }
+
+    #[inline]
+    fn adjust(&mut self, service: ServiceId, by: impl Fn(u32) -> u32) {
+        for (k, column) in self.columns.iter_mut().enumerate() {
+            if let Some(e) = column.get_mut(service as usize) {
+                e.active = by(e.active);
+                if k == ACTIVE {
+                    e.value = u64::from(by(e.value.min(u64::from(u32::MAX)) as u32));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::tables::{ServiceIds, Tables};
+
+    const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 TCP 80
+add service s2 198.18.0.12 TCP 80 -maxClient 5
+add service s3 198.18.0.13 TCP 80
+add lb vserver web TCP 198.18.0.100 80 -lbMethod LEASTCONNECTION
+bind lb vserver web s1
+bind lb vserver web s2
+bind lb vserver web s3
+";
+
+    fn setup() -> (
+        Tables,
+        ServiceHealth,
+        Arc<Counters>,
+        Vec<crate::counters::CoreWriter>,
+    ) {
+        let (cfg, errors) = ctl::conf::replay_text(CONFIG);
+        assert!(errors.is_empty(), "{errors:?}");
+        let tables = Tables::build(&cfg, &mut ServiceIds::default(), 1);
+        let services = tables.services.len();
+        let (counters, writers) = Counters::new(2, services);
+        (tables, ServiceHealth::new(services), counters, writers)
+    }
+
+    fn active_column(c: &SelectionColumns) -> Vec<(u64, u32)> {
+        let columns = c.get(Stat::Active).expect("kept for LEASTCONNECTION");
+        (0..3)
+            .map(|s| {
+                columns
+                    .entry(s)
+                    .map(|e| (e.value, e.flags))
+                    .expect("three services")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn own_flows_count_at_once_and_other_cores_at_the_next_refresh() {
+        let (tables, health, counters, writers) = setup();
+        let mut c = SelectionColumns::default();
+        c.reset(&tables);
+        assert!(
+            c.get(Stat::Active).is_none(),
+            "nothing before the first refresh"
+        );
+        assert!(c.get(Stat::Packets).is_none(), "no method reads packets");
+        c.refresh(10, &tables, &health, &counters);
+        let both = Entry::PICKABLE | Entry::SAMPLED;
+        // s2 has -maxClient: no sample, so its decisions take the exact path.
+        assert_eq!(
+            active_column(&c),
+            [(0, both), (0, Entry::PICKABLE), (0, both)]
+        );
+        c.opened(0);
+        c.opened(0);
+        c.closed(0);
+        writers[1].flow_opened(2);
+        assert_eq!(active_column(&c)[0].0, 1, "own flows at once");
+        c.refresh(10, &tables, &health, &counters);
+        assert_eq!(active_column(&c)[2].0, 0, "the copy is fresh within 1 ms");
+        c.refresh(11, &tables, &health, &counters);
+        assert_eq!(
+            active_column(&c)[2].0,
+            1,
+            "another core's flow a millisecond later"
+        );
+    }
+
+    #[test]
+    fn a_service_going_down_leaves_the_columns_before_the_next_decision() {
+        let (tables, health, counters, _writers) = setup();
+        let mut c = SelectionColumns::default();
+        c.reset(&tables);
+        c.refresh(10, &tables, &health, &counters);
+        health.set_up(2, false);
+        c.refresh(10, &tables, &health, &counters);
+        assert_eq!(active_column(&c)[2].1 & Entry::PICKABLE, 0);
+    }
+}
