@@ -67,6 +67,15 @@ pub(super) enum Rule {
 }
 
 impl Rule {
+    /// The rule of the method that minimises `stat`.
+    pub(super) const fn of(stat: Stat) -> Self {
+        match stat {
+            Stat::Active | Stat::Packets | Stat::Bytes => Self::Plain,
+            Stat::ResponseTime | Stat::MeasuredResponseTime => Self::TimesActive,
+            Stat::Load => Self::TierByActive,
+        }
+    }
+
     pub(super) fn needs_active(self) -> bool {
         self != Self::Plain
     }
@@ -91,26 +100,25 @@ impl Rule {
 /// for it alone (no test of the method per member).
 pub(super) trait LeastX {
     const STAT: Stat;
-    const RULE: Rule;
+    const RULE: Rule = Rule::of(Self::STAT);
 }
 
 macro_rules! least_x {
-    ($($name:ident: $stat:ident, $rule:ident;)*) => {$(
+    ($($name:ident: $stat:ident;)*) => {$(
         pub(super) struct $name;
         impl LeastX for $name {
             const STAT: Stat = Stat::$stat;
-            const RULE: Rule = Rule::$rule;
         }
     )*};
 }
 
 least_x! {
-    LeastConnection: Active, Plain;
-    LeastPackets: Packets, Plain;
-    LeastBandwidth: Bytes, Plain;
-    Lrtm: ResponseTime, TimesActive;
-    LeastResponseTime: MeasuredResponseTime, TimesActive;
-    CustomLoad: Load, TierByActive;
+    LeastConnection: Active;
+    LeastPackets: Packets;
+    LeastBandwidth: Bytes;
+    Lrtm: ResponseTime;
+    LeastResponseTime: MeasuredResponseTime;
+    CustomLoad: Load;
 }
 
 /// What a least-X method reads for one member: skip it, no sample yet, or `(tier, N)`.
@@ -213,6 +221,9 @@ struct Ranked {
 /// The tier's bit in a rank.
 const TIER_BIT: u64 = 1 << 63;
 
+/// Moves [`Entry::SECOND_TIER`] to [`TIER_BIT`].
+const SECOND_TIER_TO_RANK: u32 = 63 - Entry::SECOND_TIER.trailing_zeros();
+
 /// One contiguous run of members with precomputed scales.
 #[inline(always)]
 fn scan_ranked(
@@ -281,7 +292,8 @@ fn scan_crossed(
 }
 
 /// [`select`] over dense columns: the same pick, with loads and selects per member and no
-/// branch. `None` when [`select`] must decide: a candidate has no sample yet (rare: LRTM and
+/// branch. The entries hold `N` and the tier with the method's rule already applied, so every
+/// least-X method scans alike. `None` when [`select`] must decide: a candidate has no sample yet (rare: LRTM and
 /// CUSTOMLOAD before the monitors answer), a rank would not fit in 63 bits, or a member's
 /// service is past the columns' end (`largest` is the largest service id).
 #[inline(always)]
@@ -291,7 +303,6 @@ pub(super) fn select_columns(
     scales: Option<&Scales>,
     last: Option<usize>,
     columns: &Columns,
-    rule: Rule,
 ) -> Option<Pick> {
     if largest >= columns.services() && !members.is_empty() {
         return None;
@@ -310,8 +321,8 @@ pub(super) fn select_columns(
         Some(scales) => {
             let (scale_head, scale_tail) = scales.per_member.split_at(start);
             let limit = scales.limit;
-            scan_ranked_columns(tail, scale_tail, start, limit, columns, rule, &mut scan);
-            scan_ranked_columns(head, scale_head, 0, limit, columns, rule, &mut scan);
+            scan_ranked_columns(tail, scale_tail, start, limit, columns, &mut scan);
+            scan_ranked_columns(head, scale_head, 0, limit, columns, &mut scan);
             scan.index
         }
         None => {
@@ -321,8 +332,8 @@ pub(super) fn select_columns(
                 value: u64::MAX,
                 weight: 1,
             };
-            scan_crossed_columns(tail, start, columns, rule, &mut best, &mut scan.unsure);
-            scan_crossed_columns(head, 0, columns, rule, &mut best, &mut scan.unsure);
+            scan_crossed_columns(tail, start, columns, &mut best, &mut scan.unsure);
+            scan_crossed_columns(head, 0, columns, &mut best, &mut scan.unsure);
             best.index
         }
     };
@@ -347,16 +358,16 @@ fn scan_ranked_columns(
     offset: usize,
     limit: u64,
     columns: &Columns,
-    rule: Rule,
     scan: &mut ColumnScan,
 ) {
     for (k, (m, &scale)) in members.iter().zip(scales).enumerate() {
         // SAFETY: `select_columns` checked every member's service against the columns.
         let e = unsafe { columns.read(m.service as usize) };
         let pickable = e.flags & Entry::PICKABLE != 0;
-        let (tier, n) = rule.apply(e.value, u64::from(e.active));
+        let n = e.value;
         scan.unsure |= pickable & ((e.flags & Entry::SAMPLED == 0) | (n > limit));
-        let rank = (tier << 63) | n.wrapping_mul(scale);
+        let rank = (u64::from(e.flags & Entry::SECOND_TIER) << SECOND_TIER_TO_RANK)
+            | n.wrapping_mul(scale);
         // Strictly smaller only, as in `scan_ranked`; a member that cannot be picked ranks
         // at `u64::MAX` and never wins.
         let rank = if pickable { rank } else { u64::MAX };
@@ -371,7 +382,6 @@ fn scan_crossed_columns(
     members: &[Member],
     offset: usize,
     columns: &Columns,
-    rule: Rule,
     best: &mut Crossed,
     unsure: &mut bool,
 ) {
@@ -379,8 +389,8 @@ fn scan_crossed_columns(
         // SAFETY: `select_columns` checked every member's service against the columns.
         let e = unsafe { columns.read(m.service as usize) };
         let pickable = e.flags & Entry::PICKABLE != 0;
-        let (tier, value) = rule.apply(e.value, u64::from(e.active));
-        let tier = tier as u8;
+        let value = e.value;
+        let tier = u8::from(e.flags & Entry::SECOND_TIER != 0);
         *unsure |= pickable & (e.flags & Entry::SAMPLED == 0);
         let weight = u64::from(m.weight);
         let smaller = u128::from(value) * u128::from(best.weight)

@@ -247,7 +247,6 @@ impl Pool {
                 scales,
                 state.last,
                 &columns,
-                M::RULE,
             )
         {
             return pick;

@@ -1,6 +1,7 @@
 //! What selection reads about services.
 
 use super::ServiceId;
+use super::least::Rule;
 
 /// The published state of services, as selection sees it. The engine implements it over the
 /// per-core counters and the monitor core's published state; [`SnapshotView`] is a plain
@@ -140,10 +141,12 @@ pub struct Columns<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(16))]
 pub struct Entry {
+    /// `N`: the statistic as the method weighs it (times the active transactions for LRTM),
+    /// so the scan reads one value and multiplies once.
     pub value: u64,
-    /// Active transactions (capped), for the methods that weigh the statistic with them.
+    /// Active transactions (capped), from which `value` and the tier were derived.
     pub active: u32,
-    /// [`Entry::PICKABLE`], [`Entry::SAMPLED`].
+    /// [`Entry::PICKABLE`], [`Entry::SAMPLED`], [`Entry::SECOND_TIER`].
     pub flags: u32,
 }
 
@@ -152,13 +155,29 @@ impl Entry {
     pub const PICKABLE: u32 = 1;
     /// Has a sample of the statistic.
     pub const SAMPLED: u32 = 2;
+    /// Ranks after every member without it (CUSTOMLOAD's services with active transactions).
+    pub const SECOND_TIER: u32 = 4;
 
-    pub fn new(pickable: bool, value: Option<u64>, active: u64) -> Self {
+    /// The entry of a service whose `stat` is `sample` (`None`: not measured yet), with the
+    /// rule of the method that minimises `stat` applied.
+    pub fn new(stat: Stat, pickable: bool, sample: Option<u64>, active: u64) -> Self {
+        let (tier, value) = Rule::of(stat).apply(sample.unwrap_or(0), active);
         Self {
-            value: value.unwrap_or(0),
+            value,
             active: u32::try_from(active).unwrap_or(u32::MAX),
             flags: if pickable { Self::PICKABLE } else { 0 }
-                | if value.is_some() { Self::SAMPLED } else { 0 },
+                | if sample.is_some() { Self::SAMPLED } else { 0 }
+                | if tier > 0 { Self::SECOND_TIER } else { 0 },
+        }
+    }
+
+    /// The same entry with `active` transactions: `value` and the tier derived again from the
+    /// statistic's `sample`; the flags of the candidate check kept.
+    pub fn with_active(self, stat: Stat, sample: u64, active: u64) -> Self {
+        let fresh = Self::new(stat, true, Some(sample), active);
+        Self {
+            flags: (self.flags & !Self::SECOND_TIER) | (fresh.flags & Self::SECOND_TIER),
+            ..fresh
         }
     }
 }
@@ -204,19 +223,19 @@ pub struct ColumnView {
 
 impl From<&SnapshotView> for ColumnView {
     fn from(rows: &SnapshotView) -> Self {
-        let column = |f: fn(&ServiceSnapshot) -> Option<u64>| {
+        let column = |stat, f: fn(&ServiceSnapshot) -> Option<u64>| {
             rows.services
                 .iter()
-                .map(|x| Entry::new(x.candidate, f(x), x.active))
+                .map(|x| Entry::new(stat, x.candidate, f(x), x.active))
                 .collect()
         };
         Self {
             rows: rows.clone(),
-            active: column(|x| Some(x.active)),
-            packets: column(|x| Some(x.packets)),
-            bytes: column(|x| Some(x.bytes)),
-            response_time: column(|x| x.response_time),
-            load: column(|x| x.load),
+            active: column(Stat::Active, |x| Some(x.active)),
+            packets: column(Stat::Packets, |x| Some(x.packets)),
+            bytes: column(Stat::Bytes, |x| Some(x.bytes)),
+            response_time: column(Stat::ResponseTime, |x| x.response_time),
+            load: column(Stat::Load, |x| x.load),
         }
     }
 }

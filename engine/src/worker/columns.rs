@@ -17,17 +17,24 @@ use crate::lb::{Columns, Entry, Method, ServiceId, Stat};
 use crate::tables::Tables;
 
 const STATS: usize = 6;
-const ACTIVE: usize = 0;
-const LOAD: usize = 5;
+/// The statistic of each column.
+const STAT_AT: [Stat; STATS] = [
+    Stat::Active,
+    Stat::Packets,
+    Stat::Bytes,
+    Stat::ResponseTime,
+    Stat::MeasuredResponseTime,
+    Stat::Load,
+];
 
 fn index(stat: Stat) -> usize {
     match stat {
-        Stat::Active => ACTIVE,
+        Stat::Active => 0,
         Stat::Packets => 1,
         Stat::Bytes => 2,
         Stat::ResponseTime => 3,
         Stat::MeasuredResponseTime => 4,
-        Stat::Load => LOAD,
+        Stat::Load => 5,
     }
 }
 
@@ -53,6 +60,9 @@ fn interval_ms(services: usize, cores: usize) -> u64 {
 #[derive(Debug, Default)]
 pub(super) struct SelectionColumns {
     columns: [Vec<Entry>; STATS],
+    /// The statistics as sampled, beside the entries (which hold them weighed by the rule), so
+    /// that a flow opened or closed here derives an entry again.
+    samples: [Vec<u64>; STATS],
     /// The columns some vserver's method reads (the others are left empty).
     wanted: [bool; STATS],
     /// The health's change count the copy was made at; `None`: rebuild before use.
@@ -70,10 +80,12 @@ impl SelectionColumns {
                 self.wanted[index(stat)] = true;
             }
         }
-        for (column, &wanted) in self.columns.iter_mut().zip(&self.wanted) {
-            column.clear();
-            if wanted {
-                column.resize(tables.services.len(), Entry::default());
+        for k in 0..STATS {
+            self.columns[k].clear();
+            self.samples[k].clear();
+            if self.wanted[k] {
+                self.columns[k].resize(tables.services.len(), Entry::default());
+                self.samples[k].resize(tables.services.len(), 0);
             }
         }
         self.health_changes = None;
@@ -106,25 +118,28 @@ impl SelectionColumns {
                 && health.is_up(id);
             let capped = service.as_ref().is_some_and(|x| x.max_client != 0);
             let active = counters.active(id);
-            for k in 0..STATS {
+            for (k, &stat) in STAT_AT.iter().enumerate() {
                 if !self.wanted[k] {
                     continue;
                 }
-                let value = match k {
-                    ACTIVE => Some(active),
-                    1 => Some(counters.window_packets(id)),
-                    2 => Some(counters.window_bytes(id)),
-                    3 => health.response_time(id),
-                    4 => counters.response_time_us(id),
-                    _ => health.load(id),
+                let value = match stat {
+                    Stat::Active => Some(active),
+                    Stat::Packets => Some(counters.window_packets(id)),
+                    Stat::Bytes => Some(counters.window_bytes(id)),
+                    Stat::ResponseTime => health.response_time(id),
+                    Stat::MeasuredResponseTime => counters.response_time_us(id),
+                    Stat::Load => health.load(id),
                 };
-                let pickable = candidate && !(k == LOAD && health.load_excluded(id));
-                let mut entry = Entry::new(pickable, value, active);
+                let pickable = candidate && !(stat == Stat::Load && health.load_excluded(id));
+                let mut entry = Entry::new(stat, pickable, value, active);
                 if capped {
                     entry.flags &= !Entry::SAMPLED;
                 }
-                if let Some(e) = self.columns[k].get_mut(s) {
+                if let (Some(e), Some(sample)) =
+                    (self.columns[k].get_mut(s), self.samples[k].get_mut(s))
+                {
                     *e = entry;
+                    *sample = value.unwrap_or(0);
                 }
             }
         }
@@ -153,13 +168,17 @@ impl SelectionColumns {
 
     #[inline]
     fn adjust(&mut self, service: ServiceId, by: impl Fn(u32) -> u32) {
-        for (k, column) in self.columns.iter_mut().enumerate() {
-            if let Some(e) = column.get_mut(service as usize) {
-                e.active = by(e.active);
-                if k == ACTIVE {
-                    e.value = u64::from(by(e.value.min(u64::from(u32::MAX)) as u32));
-                }
+        let s = service as usize;
+        for (k, &stat) in STAT_AT.iter().enumerate() {
+            let (Some(e), Some(sample)) = (self.columns[k].get_mut(s), self.samples[k].get_mut(s))
+            else {
+                continue;
+            };
+            let active = u64::from(by(e.active));
+            if stat == Stat::Active {
+                *sample = active;
             }
+            *e = e.with_active(stat, *sample, active);
         }
     }
 }
@@ -187,7 +206,18 @@ bind lb vserver web s3
         Arc<Counters>,
         Vec<crate::counters::CoreWriter>,
     ) {
-        let (cfg, errors) = ctl::conf::replay_text(CONFIG);
+        setup_with(CONFIG)
+    }
+
+    fn setup_with(
+        config: &str,
+    ) -> (
+        Tables,
+        ServiceHealth,
+        Arc<Counters>,
+        Vec<crate::counters::CoreWriter>,
+    ) {
+        let (cfg, errors) = ctl::conf::replay_text(config);
         assert!(errors.is_empty(), "{errors:?}");
         let tables = Tables::build(&cfg, &mut ServiceIds::default(), 1);
         let services = tables.services.len();
@@ -205,6 +235,13 @@ bind lb vserver web s3
                     .expect("three services")
             })
             .collect()
+    }
+
+    #[test]
+    fn every_statistic_has_its_own_column() {
+        for (k, &stat) in STAT_AT.iter().enumerate() {
+            assert_eq!(index(stat), k);
+        }
     }
 
     #[test]
@@ -237,6 +274,27 @@ bind lb vserver web s3
             1,
             "another core's flow a millisecond later"
         );
+    }
+
+    #[test]
+    fn an_lrtm_entry_weighs_the_response_time_with_the_flows_opened_here() {
+        let config = CONFIG.replace("LEASTCONNECTION", "LRTM");
+        let (tables, health, counters, _writers) = setup_with(&config);
+        let mut c = SelectionColumns::default();
+        c.reset(&tables);
+        health.set_response_time(0, Some(700));
+        c.refresh(10, &tables, &health, &counters);
+        let value = |c: &SelectionColumns| {
+            c.get(Stat::ResponseTime)
+                .and_then(|x| x.entry(0))
+                .map(|e| e.value)
+        };
+        assert_eq!(value(&c), Some(0), "no active transaction yet");
+        c.opened(0);
+        c.opened(0);
+        assert_eq!(value(&c), Some(1_400));
+        c.closed(0);
+        assert_eq!(value(&c), Some(700));
     }
 
     #[test]
