@@ -627,6 +627,15 @@ fn idle_ms(s: &ctl::conf::Service) -> u64 {
     secs.saturating_mul(1000)
 }
 
+/// The tables of a configuration given as ns.conf text, for the data path's unit tests (which
+/// name nothing of ctl themselves).
+#[cfg(test)]
+pub(crate) fn of_text(text: &str) -> Tables {
+    let (cfg, errors) = ctl::conf::replay_text(text);
+    assert!(errors.is_empty(), "{errors:?}");
+    Tables::build(&cfg, &mut ServiceIds::default(), 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::idle_ms;

@@ -188,7 +188,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tables::{ServiceIds, Tables};
+    use crate::tables::Tables;
 
     const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
 add service s1 198.18.0.11 TCP 80
@@ -217,9 +217,7 @@ bind lb vserver web s3
         Arc<Counters>,
         Vec<crate::counters::CoreWriter>,
     ) {
-        let (cfg, errors) = ctl::conf::replay_text(config);
-        assert!(errors.is_empty(), "{errors:?}");
-        let tables = Tables::build(&cfg, &mut ServiceIds::default(), 1);
+        let tables = crate::tables::of_text(config);
         let services = tables.services.len();
         let (counters, writers) = Counters::new(2, services);
         (tables, ServiceHealth::new(services), counters, writers)
