@@ -10,8 +10,6 @@
 //! another) need no further configuration.
 
 use std::collections::HashMap;
-
-use crate::neigh::AddrHashing;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -21,6 +19,7 @@ use ctl::value::Port;
 use crate::flow::Timeouts;
 use crate::lb::spill::{Fallback, FallbackState, Spill, SpillAction};
 use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
+use crate::neigh::AddrHashing;
 use crate::persist::PersistTable;
 use crate::wire::Proto;
 

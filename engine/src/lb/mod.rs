@@ -51,6 +51,21 @@ pub enum Method {
     Hash(HashKey),
 }
 
+impl Method {
+    /// The statistic a least-X method minimises; `None` for round robin and the hashes.
+    pub fn least_stat(self) -> Option<Stat> {
+        match self {
+            Self::LeastConnection => Some(least::LeastConnection::STAT),
+            Self::LeastPackets => Some(least::LeastPackets::STAT),
+            Self::LeastBandwidth => Some(least::LeastBandwidth::STAT),
+            Self::Lrtm => Some(least::Lrtm::STAT),
+            Self::LeastResponseTime => Some(least::LeastResponseTime::STAT),
+            Self::CustomLoad => Some(least::CustomLoad::STAT),
+            Self::RoundRobin | Self::Hash(_) => None,
+        }
+    }
+}
+
 /// A service bound to a vserver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Member {

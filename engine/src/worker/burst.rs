@@ -289,14 +289,14 @@ impl Worker {
             return Err(DropReason::NoFlow);
         }
         self.make_room(ip.proto == Proto::Tcp)?;
-        self.columns
-            .refresh(now_ms, &self.tables, &self.health, &self.counters);
-        let view = LiveView {
+        let mut view = LiveView {
             tables: &self.tables,
             health: &self.health,
             counters: &self.counters,
-            columns: &self.columns,
+            columns: None,
         };
+        self.columns.refresh(now_ms, &view);
+        view.columns = Some(&self.columns);
         let vs = if fallback.is_none() {
             vs
         } else {

@@ -11,9 +11,8 @@
 //! service-by-service path, whose limit check needs the exact count: its entries carry no
 //! sample, which hands the decision there.
 
-use crate::counters::Counters;
-use crate::health::ServiceHealth;
-use crate::lb::{Columns, Entry, Method, ServiceId, Stat};
+use super::view::LiveView;
+use crate::lb::{Columns, Entry, Sample, ServiceId, ServiceView, Stat};
 use crate::tables::Tables;
 
 const STATS: usize = 6;
@@ -35,19 +34,6 @@ fn index(stat: Stat) -> usize {
         Stat::ResponseTime => 3,
         Stat::MeasuredResponseTime => 4,
         Stat::Load => 5,
-    }
-}
-
-/// The statistics a method's decisions read (besides active transactions, in every entry).
-fn stat_of(method: Method) -> Option<Stat> {
-    match method {
-        Method::LeastConnection => Some(Stat::Active),
-        Method::LeastPackets => Some(Stat::Packets),
-        Method::LeastBandwidth => Some(Stat::Bytes),
-        Method::Lrtm => Some(Stat::ResponseTime),
-        Method::LeastResponseTime => Some(Stat::MeasuredResponseTime),
-        Method::CustomLoad => Some(Stat::Load),
-        Method::RoundRobin | Method::Hash(_) => None,
     }
 }
 
@@ -76,7 +62,7 @@ impl SelectionColumns {
     pub(super) fn reset(&mut self, tables: &Tables) {
         self.wanted = [false; STATS];
         for v in &tables.vservers {
-            if let Some(stat) = stat_of(v.pool.method()) {
+            if let Some(stat) = v.pool.method().least_stat() {
                 self.wanted[index(stat)] = true;
             }
         }
@@ -91,54 +77,41 @@ impl SelectionColumns {
         self.health_changes = None;
     }
 
-    /// Brings the columns up to date for a decision at `now_ms` (see the module's doc).
-    pub(super) fn refresh(
-        &mut self,
-        now_ms: u64,
-        tables: &Tables,
-        health: &ServiceHealth,
-        counters: &Counters,
-    ) {
+    /// Brings the columns up to date for a decision at `now_ms` from `rows`, the services
+    /// read one by one (see the module's doc).
+    pub(super) fn refresh(&mut self, now_ms: u64, rows: &LiveView) {
         if !self.wanted.contains(&true) {
             return;
         }
-        let changes = health.state_changes();
+        let changes = rows.health.state_changes();
+        let services = rows.tables.services.len();
         let due = now_ms
             >= self
                 .refreshed_ms
-                .saturating_add(interval_ms(tables.services.len(), counters.cores()));
+                .saturating_add(interval_ms(services, rows.counters.cores()));
         if self.health_changes == Some(changes) && !due {
             return;
         }
-        for (s, service) in tables.services.iter().enumerate() {
+        for s in 0..services {
             let id = s as ServiceId;
-            let candidate = service
-                .as_ref()
-                .is_some_and(|x| x.enabled && x.path.is_some())
-                && health.is_up(id);
-            let capped = service.as_ref().is_some_and(|x| x.max_client != 0);
-            let active = counters.active(id);
+            let active = rows.active(id);
+            // A `-maxClient` service goes without a sample, which hands every decision it
+            // could win to the exact path.
+            let capped = rows.capped(id);
             for (k, &stat) in STAT_AT.iter().enumerate() {
                 if !self.wanted[k] {
                     continue;
                 }
-                let value = match stat {
-                    Stat::Active => Some(active),
-                    Stat::Packets => Some(counters.window_packets(id)),
-                    Stat::Bytes => Some(counters.window_bytes(id)),
-                    Stat::ResponseTime => health.response_time(id),
-                    Stat::MeasuredResponseTime => counters.response_time_us(id),
-                    Stat::Load => health.load(id),
+                let (pickable, value) = match rows.sample(id, stat) {
+                    _ if capped => (rows.serves(id), None),
+                    Sample::Skip => (false, None),
+                    Sample::Missing => (true, None),
+                    Sample::Value(v) => (true, Some(v)),
                 };
-                let pickable = candidate && !(stat == Stat::Load && health.load_excluded(id));
-                let mut entry = Entry::new(stat, pickable, value, active);
-                if capped {
-                    entry.flags &= !Entry::SAMPLED;
-                }
                 if let (Some(e), Some(sample)) =
                     (self.columns[k].get_mut(s), self.samples[k].get_mut(s))
                 {
-                    *e = entry;
+                    *e = Entry::new(stat, pickable, value, active);
                     *sample = value.unwrap_or(0);
                 }
             }
@@ -188,7 +161,24 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tables::Tables;
+    use crate::counters::Counters;
+    use crate::health::ServiceHealth;
+
+    fn refresh(
+        c: &mut SelectionColumns,
+        now_ms: u64,
+        tables: &Tables,
+        health: &ServiceHealth,
+        counters: &Counters,
+    ) {
+        let rows = LiveView {
+            tables,
+            health,
+            counters,
+            columns: None,
+        };
+        c.refresh(now_ms, &rows);
+    }
 
     const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
 add service s1 198.18.0.11 TCP 80
@@ -252,7 +242,7 @@ bind lb vserver web s3
             "nothing before the first refresh"
         );
         assert!(c.get(Stat::Packets).is_none(), "no method reads packets");
-        c.refresh(10, &tables, &health, &counters);
+        refresh(&mut c, 10, &tables, &health, &counters);
         let both = Entry::PICKABLE | Entry::SAMPLED;
         // s2 has -maxClient: no sample, so its decisions take the exact path.
         assert_eq!(
@@ -264,9 +254,9 @@ bind lb vserver web s3
         c.closed(0);
         writers[1].flow_opened(2);
         assert_eq!(active_column(&c)[0].0, 1, "own flows at once");
-        c.refresh(10, &tables, &health, &counters);
+        refresh(&mut c, 10, &tables, &health, &counters);
         assert_eq!(active_column(&c)[2].0, 0, "the copy is fresh within 1 ms");
-        c.refresh(11, &tables, &health, &counters);
+        refresh(&mut c, 11, &tables, &health, &counters);
         assert_eq!(
             active_column(&c)[2].0,
             1,
@@ -281,7 +271,7 @@ bind lb vserver web s3
         let mut c = SelectionColumns::default();
         c.reset(&tables);
         health.set_response_time(0, Some(700));
-        c.refresh(10, &tables, &health, &counters);
+        refresh(&mut c, 10, &tables, &health, &counters);
         let value = |c: &SelectionColumns| {
             c.get(Stat::ResponseTime)
                 .and_then(|x| x.entry(0))
@@ -300,9 +290,9 @@ bind lb vserver web s3
         let (tables, health, counters, _writers) = setup();
         let mut c = SelectionColumns::default();
         c.reset(&tables);
-        c.refresh(10, &tables, &health, &counters);
+        refresh(&mut c, 10, &tables, &health, &counters);
         health.set_up(2, false);
-        c.refresh(10, &tables, &health, &counters);
+        refresh(&mut c, 10, &tables, &health, &counters);
         assert_eq!(active_column(&c)[2].1 & Entry::PICKABLE, 0);
     }
 }

@@ -12,17 +12,36 @@ pub(super) struct LiveView<'a> {
     pub tables: &'a Tables,
     pub health: &'a ServiceHealth,
     pub counters: &'a Counters,
-    pub columns: &'a SelectionColumns,
+    /// The worker's copy in columns; `None`: service by service only (what the copy itself is
+    /// made from).
+    pub columns: Option<&'a SelectionColumns>,
+}
+
+impl LiveView<'_> {
+    /// Enabled, routable and UP: a candidate unless its `-maxClient` is reached.
+    #[inline]
+    pub(super) fn serves(&self, s: ServiceId) -> bool {
+        self.tables
+            .service(s)
+            .is_some_and(|x| x.enabled && x.path.is_some())
+            && self.health.is_up(s)
+    }
+
+    /// Has a `-maxClient` limit.
+    #[inline]
+    pub(super) fn capped(&self, s: ServiceId) -> bool {
+        self.tables.service(s).is_some_and(|x| x.max_client != 0)
+    }
 }
 
 impl ServiceView for LiveView<'_> {
     #[inline]
     fn is_candidate(&self, s: ServiceId) -> bool {
-        self.tables.service(s).is_some_and(|x| {
-            x.enabled
-                && x.path.is_some()
-                && (x.max_client == 0 || self.counters.active(s) < x.max_client)
-        }) && self.health.is_up(s)
+        self.serves(s)
+            && self
+                .tables
+                .service(s)
+                .is_some_and(|x| x.max_client == 0 || self.counters.active(s) < x.max_client)
     }
     #[inline]
     fn load_excluded(&self, s: ServiceId) -> bool {
@@ -54,6 +73,6 @@ impl ServiceView for LiveView<'_> {
     }
     #[inline]
     fn columns(&self, stat: Stat) -> Option<Columns<'_>> {
-        self.columns.get(stat)
+        self.columns?.get(stat)
     }
 }
