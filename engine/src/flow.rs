@@ -467,17 +467,6 @@ impl FlowTable {
         }
     }
 
-    /// Starts loading `key`'s index bucket into the cache. A burst does this for all its
-    /// frames before looking any up, so the cache misses of a big table overlap instead of
-    /// coming one after the other.
-    #[inline]
-    pub fn prefetch(&self, key: &FlowKey) {
-        let i = key.hash() as usize & self.mask;
-        if let Some(e) = self.index.get(i) {
-            prefetch(e);
-        }
-    }
-
     /// Starts loading a flow (looked up, to be forwarded later in the burst).
     #[inline]
     pub fn prefetch_flow(&self, slot: u32) {

@@ -133,12 +133,14 @@ impl fmt::Display for DropReason {
     }
 }
 
-/// The fate of one frame.
+/// The fate of one frame. Eight bytes (port and worker numbers as `u32`), so a verdict
+/// travels in one register: a wider one went through memory, and copying it into the burst's
+/// verdicts stalled on the store of its parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Rewritten in place; send it on this port.
     Tx {
-        port: usize,
+        port: u32,
     },
     /// Handled without sending it on (an ARP reply learned).
     Consumed,
@@ -146,10 +148,28 @@ pub enum Verdict {
     ToMonitor,
     /// For the worker that owns the frame's flow (see [`crate::worker::steer`]).
     Handoff {
-        worker: usize,
+        worker: u32,
     },
     Drop(DropReason),
 }
+
+impl Verdict {
+    /// Send on port `port` (an index into the worker's ports, far below `u32::MAX`).
+    #[inline]
+    pub fn tx(port: usize) -> Self {
+        Self::Tx { port: port as u32 }
+    }
+
+    /// For worker `worker` (an index into the crew).
+    #[inline]
+    pub fn handoff(worker: usize) -> Self {
+        Self::Handoff {
+            worker: worker as u32,
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Verdict>() == 8);
 
 /// Drop counters of one worker.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

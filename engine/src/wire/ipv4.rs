@@ -20,6 +20,8 @@ mod field {
 /// Length of a header without options.
 pub const MIN_HEADER_LEN: usize = field::MIN_HEADER_END;
 const DONT_FRAGMENT: u16 = 0x4000;
+const MORE_FRAGMENTS: u16 = 0x2000;
+const FRAGMENT_OFFSET: u16 = 0x1fff;
 
 super::view!(
     /// A byte view of an IPv4 packet.
@@ -47,6 +49,15 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     pub fn header_len(&self) -> usize {
         usize::from(self.buffer.as_ref()[field::VER_IHL] & 0x0f) * 4
+    }
+
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VER_IHL] >> 4
+    }
+
+    /// A fragment of a larger datagram: more follow, or this one starts past offset 0.
+    pub fn is_fragment(&self) -> bool {
+        be16(self.buffer.as_ref(), field::FLG_OFF) & (MORE_FRAGMENTS | FRAGMENT_OFFSET) != 0
     }
 
     pub fn total_len(&self) -> u16 {

@@ -4,9 +4,9 @@
 //!   [`UdpPacket`], [`IcmpPacket`]: `new_checked` validates the length once, after which no
 //!   accessor panics; getters read and `set_*` setters write fields in place, each header's
 //!   offsets private to its module. The hot path reads and rewrites frames through them.
-//! * **Parsed fields** — [`parse`] validates a frame (etherparse) into the few fields the data
-//!   plane decides on ([`Packet`]: [`Arp`] or [`Ipv4`]); every malformed frame maps to a
-//!   [`DropReason`], never a panic.
+//! * **Parsed fields** — [`parse`] validates a frame (through the views; ARP through
+//!   etherparse) into the few fields the data plane decides on ([`Packet`]: [`Arp`] or
+//!   [`Ipv4`]); every malformed frame maps to a [`DropReason`], never a panic.
 //!
 //! Around them: [`checksum`](mod@checksum) (sums, RFC 1624 adjustments, the pseudo-header),
 //! `rewrite` (full NAT, echo and ARP replies, the transport checksum's completion) and `build`
@@ -33,7 +33,7 @@ pub use checksum::checksum;
 pub use ethernet::{ETHERTYPE_ARP, ETHERTYPE_IPV4, EthernetFrame, HEADER_LEN as ETH_LEN};
 pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
-pub use parse::{Arp, Ipv4, Packet, TcpFlags, parse};
+pub use parse::{Arp, Ipv4, Packet, Parsed, TcpFlags, parse, parse_into};
 pub use rewrite::{
     Sequence, TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target,
     complete_checksum, echo_reply_in_place, readdress, rewrite, set_macs, shift_sequence,

@@ -7,6 +7,9 @@
 use std::net::Ipv4Addr;
 
 use super::checksum::Delta;
+use super::ipv4::MIN_HEADER_LEN;
+use super::tcp::MIN_HEADER_LEN as TCP_HEADER_LEN;
+use super::udp::HEADER_LEN as UDP_HEADER_LEN;
 use super::{
     Arp, ArpPacket, ETH_LEN, ETHERTYPE_ARP, EthernetFrame, IcmpPacket, Ipv4, Ipv4Packet, Mac,
     OPERATION_REPLY, OPERATION_REQUEST, Proto, TcpPacket, UdpPacket, checksum, icmp,
@@ -155,6 +158,10 @@ pub fn complete_checksum(frame: &mut [u8], p: &Ipv4) {
 /// Full NAT rewrite: new source and destination address and port, TTL decremented; the IP
 /// checksum is adjusted for exactly the bytes that changed, and so is the transport checksum
 /// when it was complete; a partial one is completed.
+///
+/// The old values are the parsed ones (`p` was read from this frame), and the headers are
+/// taken as fixed-size arrays once, so no field access checks a bound again: this runs for
+/// every forwarded frame.
 pub fn rewrite(
     frame: &mut [u8],
     p: &Ipv4,
@@ -162,29 +169,40 @@ pub fn rewrite(
     dst: (Ipv4Addr, u16),
     state: TransportChecksum,
 ) {
-    let Some(mut ip) = ip_view(frame) else { return };
+    const HEADER_END: usize = ETH_LEN + MIN_HEADER_LEN;
+    if p.l4 < HEADER_END || p.l4 > frame.len() {
+        return;
+    }
+    let (head, segment) = frame.split_at_mut(p.l4);
+    let Some(header) = head
+        .get_mut(ETH_LEN..)
+        .and_then(|h| h.first_chunk_mut::<MIN_HEADER_LEN>())
+    else {
+        return;
+    };
+    let mut ip = Ipv4Packet::new_unchecked(header);
     // One delta per changed field; each checksum is adjusted once for all of them.
-    let addrs = Delta::double(u32::from(ip.src_addr()), u32::from(src.0))
-        .plus(Delta::double(u32::from(ip.dst_addr()), u32::from(dst.0)));
-    let ttl = ip.ttl();
-    let protocol = u16::from(ip.protocol());
+    let addrs = Delta::double(u32::from(p.src), u32::from(src.0))
+        .plus(Delta::double(u32::from(p.dst), u32::from(dst.0)));
+    let protocol = u16::from(p.proto.number());
     let ttl_word = |t: u8| (u16::from(t) << 8) | protocol;
-    let new_ttl = ttl.saturating_sub(1);
+    let new_ttl = p.ttl.saturating_sub(1);
     ip.set_src_addr(src.0);
     ip.set_dst_addr(dst.0);
     ip.set_ttl(new_ttl);
-    let header = addrs.plus(Delta::word(ttl_word(ttl), ttl_word(new_ttl)));
+    let header = addrs.plus(Delta::word(ttl_word(p.ttl), ttl_word(new_ttl)));
     ip.set_checksum(header.apply(ip.checksum()));
-    let ports =
-        |old_src: u16, old_dst: u16| Delta::word(old_src, src.1).plus(Delta::word(old_dst, dst.1));
+    let delta = addrs
+        .plus(Delta::word(p.src_port, src.1))
+        .plus(Delta::word(p.dst_port, dst.1));
     let incremental = state == TransportChecksum::Valid || state == TransportChecksum::Bad;
     match p.proto {
         Proto::Icmp => return,
         Proto::Tcp => {
-            let Ok(mut t) = TcpPacket::new_checked(ip.payload_mut()) else {
+            let Some(h) = segment.first_chunk_mut::<TCP_HEADER_LEN>() else {
                 return;
             };
-            let delta = addrs.plus(ports(t.src_port(), t.dst_port()));
+            let mut t = TcpPacket::new_unchecked(h);
             t.set_src_port(src.1);
             t.set_dst_port(dst.1);
             if incremental {
@@ -192,10 +210,10 @@ pub fn rewrite(
             }
         }
         Proto::Udp => {
-            let Ok(mut u) = UdpPacket::new_checked(ip.payload_mut()) else {
+            let Some(h) = segment.first_chunk_mut::<UDP_HEADER_LEN>() else {
                 return;
             };
-            let delta = addrs.plus(ports(u.src_port(), u.dst_port()));
+            let mut u = UdpPacket::new_unchecked(h);
             u.set_src_port(src.1);
             u.set_dst_port(dst.1);
             if incremental && u.checksum() != 0 {

@@ -18,6 +18,7 @@ mod field {
 }
 
 pub const MIN_HEADER_LEN: usize = field::MIN_HEADER_END;
+pub const FLAG_FIN: u8 = 0x01;
 pub const FLAG_SYN: u8 = 0x02;
 pub const FLAG_RST: u8 = 0x04;
 pub const FLAG_ACK: u8 = 0x10;

@@ -23,7 +23,7 @@ impl Worker {
         match (self.tables.local(arp.target_ip), self.macs.get(in_port)) {
             (Some(_), Some(&mac)) => {
                 wire::arp_reply_in_place(frame, arp, mac);
-                Verdict::Tx { port: in_port }
+                Verdict::tx(in_port)
             }
             _ => Verdict::Drop(DropReason::Ignored),
         }

@@ -8,7 +8,7 @@ use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, Side, TcpProgress}
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
-use crate::wire::{self, Ipv4, Packet, Proto, TransportChecksum};
+use crate::wire::{self, Ipv4, Parsed, Proto, TransportChecksum};
 
 use super::view::LiveView;
 use super::{BURST, FrameBuf, Worker};
@@ -74,30 +74,24 @@ impl Worker {
         // the checksum, once).
         for i in 0..n {
             let frame = frames[i].bytes();
-            stage[i] = match wire::parse(frame) {
+            stage[i] = match wire::parse_into(frame, &mut ips[i]) {
                 Err(reason) => Stage::Done(Verdict::Drop(reason)),
-                Ok(Packet::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
-                Ok(Packet::Ipv4(ip)) => {
-                    ips[i] = ip;
-                    match self.classify(in_port, frame, &ips[i]) {
-                        Stage::Lookup(snip) => match self.owner(&ips[i], snip) {
-                            Some(worker) => Stage::Done(Verdict::Handoff { worker }),
-                            None => {
-                                sums[i] = self.check_transport(in_port, frame, &ips[i]);
-                                match sums[i] {
-                                    TransportChecksum::Bad => {
-                                        Stage::Done(Verdict::Drop(DropReason::BadChecksum))
-                                    }
-                                    _ => {
-                                        self.flows.prefetch(&flow_key(&ips[i]));
-                                        Stage::Lookup(snip)
-                                    }
+                Ok(Parsed::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
+                Ok(Parsed::Ipv4) => match self.classify(in_port, frame, &ips[i]) {
+                    Stage::Lookup(snip) => match self.owner(&ips[i], snip) {
+                        Some(worker) => Stage::Done(Verdict::handoff(worker)),
+                        None => {
+                            sums[i] = self.check_transport(in_port, frame, &ips[i]);
+                            match sums[i] {
+                                TransportChecksum::Bad => {
+                                    Stage::Done(Verdict::Drop(DropReason::BadChecksum))
                                 }
+                                _ => Stage::Lookup(snip),
                             }
-                        },
-                        other => other,
-                    }
-                }
+                        }
+                    },
+                    other => other,
+                },
             };
         }
         // 2. Look up.
@@ -219,7 +213,7 @@ impl Worker {
                 (true, Some(&mac)) => {
                     let peer = wire::src_mac(frame);
                     wire::echo_reply_in_place(frame, mac, peer);
-                    Verdict::Tx { port: in_port }
+                    Verdict::tx(in_port)
                 }
                 _ => Verdict::Drop(DropReason::Ignored),
             });
@@ -525,7 +519,7 @@ impl Worker {
         wire::set_macs(frame, our_mac, dst_mac);
         self.writer
             .count(flow.service, now_ms / 1000, 1, ip.len as u64);
-        Verdict::Tx { port }
+        Verdict::tx(port)
     }
 
     /// Follows the TCP progress of the flow in `slot`.

@@ -326,20 +326,20 @@ impl<P: Port> Runner<P> {
         for (mut frame, verdict) in self.burst.drain(..).zip(verdicts) {
             match verdict {
                 Verdict::Handoff { worker } => {
-                    match self.lanes.send(worker, i, frame.bytes()) {
+                    match self.lanes.send(worker as usize, i, frame.bytes()) {
                         Ok(()) => self.worker.stats.handoff_out += 1,
                         Err(_) => self.worker.drops.count(DropReason::HandoffFailed),
                     }
                     self.ports[i].recycle(frame);
                 }
-                Verdict::Tx { port: out } if out == i => {
+                Verdict::Tx { port: out } if out as usize == i => {
                     if !self.ports[i].queue_tx(frame) {
                         lost += 1;
                     }
                 }
                 Verdict::Tx { port: out } => {
                     // Two-arm: ports sharing their frames' memory forward without a copy.
-                    let Some(port) = self.ports.get_mut(out) else {
+                    let Some(port) = self.ports.get_mut(out as usize) else {
                         lost += 1;
                         self.ports[i].recycle(frame);
                         continue;
@@ -388,7 +388,10 @@ impl<P: Port> Runner<P> {
                 let frame = self.handed[start + k].1.bytes();
                 match verdict {
                     Verdict::Tx { port: out } => {
-                        let sent = self.ports.get_mut(out).is_some_and(|p| p.send_copy(frame));
+                        let sent = self
+                            .ports
+                            .get_mut(out as usize)
+                            .is_some_and(|p| p.send_copy(frame));
                         if !sent {
                             self.worker.drops.count(DropReason::TxFull);
                         }
