@@ -25,6 +25,26 @@ enum Stage {
     Forward(u32, Side),
 }
 
+/// Each frame's parsed headers, stage and checksum state during a burst. Only the first `n`
+/// entries of a burst are meaningful; each is written before it is read (stage 1 writes every
+/// frame's stage and header, and the checksum state of each frame that goes on to a lookup).
+#[derive(Debug)]
+pub(super) struct Scratch {
+    stage: Box<[Stage; BURST]>,
+    sums: Box<[TransportChecksum; BURST]>,
+    ips: Box<[Ipv4; BURST]>,
+}
+
+impl Scratch {
+    pub(super) fn new() -> Self {
+        Self {
+            stage: Box::new([Stage::Done(Verdict::Consumed); BURST]),
+            sums: Box::new([TransportChecksum::Valid; BURST]),
+            ips: Box::new([Ipv4::default(); BURST]),
+        }
+    }
+}
+
 fn flow_key(ip: &Ipv4) -> FlowKey {
     FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
 }
@@ -67,9 +87,14 @@ impl Worker {
         verdicts: &mut [Verdict],
     ) -> usize {
         let n = frames.len().min(verdicts.len()).min(BURST);
-        let mut stage = [Stage::Done(Verdict::Consumed); BURST];
-        let mut sums = [TransportChecksum::Valid; BURST];
-        let mut ips = [Ipv4::default(); BURST];
+        // Taken out for the burst (three pointers move; nothing is allocated or filled), so
+        // the stages can call `&mut self` methods beside them. It is always there: put back
+        // below, and bursts do not nest.
+        let Scratch {
+            mut stage,
+            mut sums,
+            mut ips,
+        } = self.scratch.take().unwrap_or_else(Scratch::new);
         // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
         // the checksum, once).
         for i in 0..n {
@@ -174,6 +199,7 @@ impl Worker {
             }
             verdicts[i] = verdict;
         }
+        self.scratch = Some(Scratch { stage, sums, ips });
         n
     }
 

@@ -116,6 +116,9 @@ pub struct Worker {
     health: Arc<ServiceHealth>,
     /// What the least-X methods read, copied into columns (see `columns`).
     columns: columns::SelectionColumns,
+    /// The burst's parsed headers and stages, kept between bursts (filling them afresh for
+    /// every burst cost more than the stages' work).
+    scratch: Option<burst::Scratch>,
     outbox: Vec<OwnFrame>,
     /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's budget).
     flushed: Vec<Flow>,
@@ -173,6 +176,7 @@ impl Worker {
             counters: setup.counters,
             health: setup.health,
             columns: columns::SelectionColumns::default(),
+            scratch: Some(burst::Scratch::new()),
             outbox: Vec::with_capacity(OUTBOX),
             flushed: Vec::with_capacity(SWEEP_BUDGET),
             last_arp_round: None,
