@@ -131,17 +131,28 @@ impl TcpProgress {
     }
 }
 
-/// Idle timeouts in milliseconds.
+/// Idle timeouts in seconds (NetScaler's unit; 32 bits keep a flow small and still hold
+/// "never", 136 years).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
     /// A SYN the service never answered.
-    pub embryonic: u64,
+    pub embryonic_s: u32,
     /// Established TCP and UDP sessions (the service's client idle timeout).
-    pub idle: u64,
+    pub idle_s: u32,
     /// After one FIN.
-    pub half_closed: u64,
+    pub half_closed_s: u32,
     /// After both FINs or a RST: long enough for the last ACK and retransmissions.
-    pub closed: u64,
+    pub closed_s: u32,
+}
+
+/// The neighbour a flow's frames toward its service go to, as resolved when the shared
+/// neighbour table was at `generation` (0: not resolved yet). Kept in the flow, whose cache
+/// lines the frame touches anyway, instead of a hash lookup per frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResolvedHop {
+    pub generation: u32,
+    pub port: u16,
+    pub mac: Mac,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,8 +172,9 @@ pub struct Flow {
     pub vserver: u32,
     /// The next hop toward the service (the service itself, or a gateway).
     pub hop: Ipv4Addr,
+    pub resolved_hop: ResolvedHop,
     /// Where replies to the client go: the port and MAC the client's first packet came from.
-    pub client_port: usize,
+    pub client_port: u16,
     pub client_mac: Mac,
     pub tcp: TcpProgress,
     /// Counted in the service's active transactions (until closed or expired).
@@ -232,13 +244,15 @@ impl Flow {
     /// (the worker's budget of embryonic flows is running out).
     pub fn deadline_under(&self, embryonic_ms: Option<u64>) -> u64 {
         let t = &self.timeouts;
+        let ms = |s: u32| u64::from(s) * 1000;
         let idle = match self.proto {
-            Proto::Tcp if self.tcp.is_closed() => t.closed,
-            Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => t.half_closed,
+            Proto::Tcp if self.tcp.is_closed() => ms(t.closed_s),
+            Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => ms(t.half_closed_s),
             Proto::Tcp if !self.tcp.is_established() => {
-                embryonic_ms.map_or(t.embryonic, |cap| cap.min(t.embryonic))
+                let embryonic = ms(t.embryonic_s);
+                embryonic_ms.map_or(embryonic, |cap| cap.min(embryonic))
             }
-            _ => t.idle,
+            _ => ms(t.idle_s),
         };
         self.last_seen.saturating_add(idle)
     }
@@ -355,8 +369,8 @@ const GIVE_WAY_LOOKS: usize = 64;
 /// per flow), and its entries in the give-way queues. `README.md` quotes it.
 pub const BYTES_PER_FLOW: usize =
     std::mem::size_of::<Option<Flow>>() + 4 * std::mem::size_of::<Entry>() + 3 * 4;
-// README.md ("Reliability") quotes 244 bytes: a million flows per worker in 256 MB.
-const _: () = assert!(BYTES_PER_FLOW <= 244, "update README.md's memory per flow");
+// README.md ("Reliability") quotes 236 bytes: a million flows per worker in 236 MB.
+const _: () = assert!(BYTES_PER_FLOW <= 236, "update README.md's memory per flow");
 
 impl FlowTable {
     /// A table for `capacity` flows (both keys of each, at most half full).
@@ -599,15 +613,16 @@ mod tests {
             service: 0,
             vserver: 0,
             hop: Ipv4Addr::new(198, 18, 0, 11),
+            resolved_hop: ResolvedHop::default(),
             client_port: 0,
             client_mac: [2, 0, 0, 0, 0, 1],
             tcp: TcpProgress::default(),
             active: true,
             timeouts: Timeouts {
-                embryonic: 10,
-                idle: 100,
-                half_closed: 50,
-                closed: 5,
+                embryonic_s: 10,
+                idle_s: 100,
+                half_closed_s: 50,
+                closed_s: 5,
             },
             last_seen: 0,
             ts_shift: None,
@@ -684,11 +699,11 @@ mod tests {
     #[test]
     fn expiry_follows_tcp_progress() {
         let mut t = FlowTable::new(8);
-        let a = t.insert(flow(1)).unwrap(); // embryonic: 10 ms
+        let a = t.insert(flow(1)).unwrap(); // embryonic: 10 s
         let b = t.insert(flow(2)).unwrap();
         answered(&mut t, b);
         let mut gone = Vec::new();
-        t.expire(10, 8, |f| gone.push(f.client.1));
+        t.expire(10_000, 8, |f| gone.push(f.client.1));
         assert_eq!(gone, [10_001]);
         assert!(t.get(a).is_none() && t.get(b).is_some());
         t.progress(
@@ -699,11 +714,11 @@ mod tests {
                 ..TcpFlags::default()
             },
         );
-        t.expire(10, 8, |f| gone.push(f.client.1));
+        t.expire(10_000, 8, |f| gone.push(f.client.1));
         assert_eq!(
             gone.len(),
             2,
-            "a reset flow lingers only the closed timeout (5 ms)"
+            "a reset flow lingers only the closed timeout (5 s)"
         );
     }
 

@@ -2,7 +2,8 @@
 //! (SPEC §1: resolved in one place and published): an ARP answer reaches one queue, and every
 //! worker must be able to send to that neighbour. Writers (a worker that saw an ARP packet
 //! with news) publish a new immutable map with one atomic swap; each worker reads a snapshot
-//! it refreshes once per round, so a lookup per packet is a plain hash-map read.
+//! it refreshes once per round, so a lookup is a plain hash-map read; each snapshot carries a
+//! generation, so a flow keeps the neighbour it resolved until the table changes.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -19,6 +20,14 @@ pub struct Neighbour {
 }
 
 type Map = HashMap<Ipv4Addr, Neighbour, AddrHashing>;
+
+/// One published state of the table. Its generation grows with each change, so a flow can
+/// keep the neighbour it resolved and know when to look again.
+#[derive(Clone, Debug)]
+struct Published {
+    generation: u32,
+    map: Map,
+}
 
 /// Hashing for per-packet lookups of addresses (neighbours, the vserver of a new flow): a keyed
 /// multiply-xorshift (SipHash, std's default, cost a lookup some 15 ns). The key is drawn once per process, so
@@ -79,14 +88,17 @@ impl std::hash::Hasher for AddrHasher {
 /// The neighbours every worker shares.
 #[derive(Debug)]
 pub struct Neighbours {
-    map: ArcSwap<Map>,
+    map: ArcSwap<Published>,
     capacity: usize,
 }
 
 impl Neighbours {
     pub fn new(capacity: usize) -> Self {
         Self {
-            map: ArcSwap::from_pointee(Map::default()),
+            map: ArcSwap::from_pointee(Published {
+                generation: 1,
+                map: Map::default(),
+            }),
             capacity,
         }
     }
@@ -95,23 +107,27 @@ impl Neighbours {
     /// answer that changes nothing publishes nothing.
     pub fn learn(&self, ip: Ipv4Addr, mac: Mac, port: usize) {
         let entry = Neighbour { mac, port };
-        self.map.rcu(|map| {
-            let known = map.get(&ip);
-            if known == Some(&entry) || (known.is_none() && map.len() >= self.capacity) {
-                return Arc::clone(map);
+        self.map.rcu(|current| {
+            let known = current.map.get(&ip);
+            if known == Some(&entry) || (known.is_none() && current.map.len() >= self.capacity) {
+                return Arc::clone(current);
             }
-            let mut next = Map::clone(map);
-            next.insert(ip, entry);
-            Arc::new(next)
+            let mut map = Map::clone(&current.map);
+            map.insert(ip, entry);
+            Arc::new(Published {
+                // Never 0, which a flow's cache holds before its first lookup.
+                generation: current.generation.wrapping_add(1).max(1),
+                map,
+            })
         });
     }
 
-    fn snapshot(&self) -> Arc<Map> {
+    fn snapshot(&self) -> Arc<Published> {
         self.map.load_full()
     }
 
     pub fn len(&self) -> usize {
-        self.map.load().len()
+        self.map.load().map.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -124,7 +140,7 @@ impl Neighbours {
 #[derive(Debug)]
 pub struct NeighbourView {
     shared: Arc<Neighbours>,
-    current: Arc<Map>,
+    current: Arc<Published>,
 }
 
 impl NeighbourView {
@@ -135,7 +151,14 @@ impl NeighbourView {
 
     #[inline]
     pub fn get(&self, ip: Ipv4Addr) -> Option<Neighbour> {
-        self.current.get(&ip).copied()
+        self.current.map.get(&ip).copied()
+    }
+
+    /// The generation of the snapshot this view reads: what [`NeighbourView::get`] answers
+    /// changes only with it (never 0).
+    #[inline]
+    pub fn generation(&self) -> u32 {
+        self.current.generation
     }
 
     /// Learns through the shared table; the change is visible here at once.

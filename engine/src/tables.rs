@@ -328,10 +328,10 @@ impl Tables {
                     })
                     .unwrap_or_default(),
                 timeouts: Timeouts {
-                    embryonic: 30_000,
-                    idle: idle_ms(s),
-                    half_closed: 60_000,
-                    closed: 2_000,
+                    embryonic_s: 30,
+                    idle_s: idle_s(s),
+                    half_closed_s: 60,
+                    closed_s: 2,
                 },
                 max_client: s.settings.max_client.get(),
                 usip: config.uses_client_ip(s),
@@ -615,15 +615,15 @@ impl crate::lb::spill::Vservers for Tables {
 /// A flow's idle timeout: the smaller of the service's client and server idle timeouts. A
 /// proxy closes one side when either expires, which ends the connection; this engine has
 /// one flow for both sides, so the first to expire ends it too. 0 means no timeout.
-fn idle_ms(s: &ctl::conf::Service) -> u64 {
+fn idle_s(s: &ctl::conf::Service) -> u32 {
     let (clt, svr) = s.service_type.default_timeouts();
     let pick = |t: Option<ctl::value::Bounded<0, 31_536_000>>, default: u64| match t {
-        Some(t) if t.get() == 0 => u64::MAX / 1000,
+        Some(t) if t.get() == 0 => u64::MAX,
         Some(t) => t.get(),
         None => default,
     };
     let secs = pick(s.settings.clt_timeout, clt).min(pick(s.settings.svr_timeout, svr));
-    secs.saturating_mul(1000)
+    u32::try_from(secs).unwrap_or(u32::MAX)
 }
 
 /// The tables of a configuration given as ns.conf text, for the data path's unit tests (which
@@ -637,7 +637,7 @@ pub(crate) fn of_text(text: &str) -> Tables {
 
 #[cfg(test)]
 mod tests {
-    use super::idle_ms;
+    use super::idle_s;
 
     fn service(line: &str) -> ctl::conf::Service {
         let (c, errors) = ctl::conf::replay_text(line);
@@ -647,24 +647,23 @@ mod tests {
 
     #[test]
     fn the_idle_timeout_is_the_smaller_of_client_and_server() {
+        assert_eq!(idle_s(&service("add service s 198.18.0.11 HTTP 80")), 180);
         assert_eq!(
-            idle_ms(&service("add service s 198.18.0.11 HTTP 80")),
-            180_000
+            idle_s(&service("add service s 198.18.0.11 TCP 80 -svrTimeout 60")),
+            60
         );
         assert_eq!(
-            idle_ms(&service("add service s 198.18.0.11 TCP 80 -svrTimeout 60")),
-            60_000
-        );
-        assert_eq!(
-            idle_ms(&service(
+            idle_s(&service(
                 "add service s 198.18.0.11 TCP 80 -cltTimeout 30 -svrTimeout 60"
             )),
-            30_000
+            30
         );
-        assert!(
-            idle_ms(&service(
+        assert_eq!(
+            idle_s(&service(
                 "add service s 198.18.0.11 UDP 53 -cltTimeout 0 -svrTimeout 0"
-            )) > 1 << 60
+            )),
+            u32::MAX,
+            "never: 136 years"
         );
     }
 }

@@ -129,6 +129,26 @@ fn arp_for_vip_and_snip_is_answered_and_others_ignored() {
     assert_eq!(lab.run(&mut f), Verdict::Drop(DropReason::Ignored));
 }
 
+/// A backend replaced behind its address (a failover that moves the IP to another NIC): once
+/// its ARP announces the new MAC, an established flow's next frame goes there, not to the MAC
+/// the flow resolved when it opened.
+#[test]
+fn an_established_flow_follows_its_service_to_a_new_mac() {
+    let mut lab = Lab::new(CONFIG, 64);
+    let client = (CLIENT, 40_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+    let (dmac, _, dst, _) = tcp_out(&syn);
+    assert_eq!((dmac, dst), (backend_mac(1), (backend(1), 80)));
+    let moved = [0x02, 0xbe, 0, 0, 0x77, 1];
+    let mut gratuitous = arp(true, moved, backend(1), [0; 6], backend(1));
+    lab.run(&mut gratuitous);
+    let mut data = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"x");
+    assert_eq!(lab.run(&mut data), Verdict::Tx { port: 0 });
+    let (dmac, _, dst, _) = tcp_out(&data);
+    assert_eq!((dmac, dst), (moved, (backend(1), 80)));
+}
+
 #[test]
 fn tcp_connection_through_the_vip_with_full_nat() {
     let mut lab = Lab::new(CONFIG, 64);

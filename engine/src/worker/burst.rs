@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, Side, TcpProgress};
+use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, ResolvedHop, Side, TcpProgress};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
@@ -13,16 +13,27 @@ use crate::wire::{self, Ipv4, Parsed, Proto, TransportChecksum};
 use super::view::LiveView;
 use super::{BURST, FrameBuf, Worker};
 
-/// Where a frame of a burst stands between the stages.
-#[derive(Clone, Copy, Debug)]
+/// Where a frame of a burst stands between the stages. Eight bytes, built in a register: a
+/// wider one was assembled on the stack and read back whole, a store-forwarding stall a frame.
 /// The frame's parsed headers stay in one array beside the stages (moving them from stage to
 /// stage cost more than the stages' work).
+#[derive(Clone, Copy, Debug)]
 enum Stage {
-    Done(Verdict),
+    /// The frame's verdict is in the burst's verdicts already.
+    Done,
     /// Needs a flow lookup; `true` when addressed to a SNIP (replies, or the monitor core's).
     Lookup(bool),
     New,
     Forward(u32, Side),
+}
+
+const _: () = assert!(std::mem::size_of::<Stage>() == 8);
+
+/// Decides a frame's verdict in an early stage.
+#[inline(always)]
+fn done(slot: &mut Verdict, verdict: Verdict) -> Stage {
+    *slot = verdict;
+    Stage::Done
 }
 
 /// Each frame's parsed headers, stage and checksum state during a burst. Only the first `n`
@@ -38,7 +49,7 @@ pub(super) struct Scratch {
 impl Scratch {
     pub(super) fn new() -> Self {
         Self {
-            stage: Box::new([Stage::Done(Verdict::Consumed); BURST]),
+            stage: Box::new([Stage::Done; BURST]),
             sums: Box::new([TransportChecksum::Valid; BURST]),
             ips: Box::new([Ipv4::default(); BURST]),
         }
@@ -99,23 +110,24 @@ impl Worker {
         // the checksum, once).
         for i in 0..n {
             let frame = frames[i].bytes();
+            let verdict = &mut verdicts[i];
             stage[i] = match wire::parse_into(frame, &mut ips[i]) {
-                Err(reason) => Stage::Done(Verdict::Drop(reason)),
-                Ok(Parsed::Arp(arp)) => Stage::Done(self.arp(in_port, frame, &arp)),
+                Err(reason) => done(verdict, Verdict::Drop(reason)),
+                Ok(Parsed::Arp(arp)) => done(verdict, self.arp(in_port, frame, &arp)),
                 Ok(Parsed::Ipv4) => match self.classify(in_port, frame, &ips[i]) {
-                    Stage::Lookup(snip) => match self.owner(&ips[i], snip) {
-                        Some(worker) => Stage::Done(Verdict::handoff(worker)),
+                    Err(early) => done(verdict, early),
+                    Ok(snip) => match self.owner(&ips[i], snip) {
+                        Some(worker) => done(verdict, Verdict::handoff(worker)),
                         None => {
                             sums[i] = self.check_transport(in_port, frame, &ips[i]);
                             match sums[i] {
                                 TransportChecksum::Bad => {
-                                    Stage::Done(Verdict::Drop(DropReason::BadChecksum))
+                                    done(verdict, Verdict::Drop(DropReason::BadChecksum))
                                 }
                                 _ => Stage::Lookup(snip),
                             }
                         }
                     },
-                    other => other,
                 },
             };
         }
@@ -124,6 +136,7 @@ impl Worker {
             if let Stage::Lookup(snip_bound) = stage[i] {
                 let ip = &ips[i];
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
+                let verdict = &mut verdicts[i];
                 stage[i] = match self.flows.lookup(&flow_key(ip)) {
                     Some((slot, side)) if self.reopens(now_ms, ip, slot, side) => {
                         self.retire(slot);
@@ -144,18 +157,18 @@ impl Worker {
                         if sums[i] == TransportChecksum::Partial {
                             wire::complete_checksum(frames[i].bytes(), ip);
                         }
-                        Stage::Done(Verdict::ToMonitor)
+                        done(verdict, Verdict::ToMonitor)
                     }
                     None if snip_bound && monitor_port => {
-                        Stage::Done(Verdict::Drop(DropReason::NoMonitorCore))
+                        done(verdict, Verdict::Drop(DropReason::NoMonitorCore))
                     }
                     // A USIP service's own traffic to other hosts is not ours to answer.
                     None if snip_bound && self.tables.local(ip.dst).is_none() => {
-                        Stage::Done(Verdict::Drop(DropReason::NotForUs))
+                        done(verdict, Verdict::Drop(DropReason::NotForUs))
                     }
                     None if snip_bound => {
                         self.reset_unknown(in_port, frames[i].bytes(), ip);
-                        Stage::Done(Verdict::Drop(DropReason::NoFlow))
+                        done(verdict, Verdict::Drop(DropReason::NoFlow))
                     }
                     None => Stage::New,
                 };
@@ -168,14 +181,14 @@ impl Worker {
                 stage[i] = match self.flows.lookup(&flow_key(ip)) {
                     Some((slot, side)) => Stage::Forward(slot, side),
                     None => match self.syn_proxy(now_ms, in_port, frames[i].bytes(), ip) {
-                        Some(verdict) => Stage::Done(verdict),
+                        Some(verdict) => done(&mut verdicts[i], verdict),
                         None => match self.new_flow(now_ms, in_port, frames[i].bytes(), ip, None) {
                             Ok(slot) => Stage::Forward(slot, Side::Client),
                             Err(reason) => {
                                 if reason == DropReason::NoFlow {
                                     self.reset_unknown(in_port, frames[i].bytes(), ip);
                                 }
-                                Stage::Done(Verdict::Drop(reason))
+                                done(&mut verdicts[i], Verdict::Drop(reason))
                             }
                         },
                     },
@@ -188,7 +201,7 @@ impl Worker {
                 Stage::Forward(slot, side) => {
                     self.forward(now_ms, frames[i].bytes(), &ips[i], sums[i], slot, side)
                 }
-                Stage::Done(v) => v,
+                Stage::Done => verdicts[i],
                 Stage::Lookup(..) | Stage::New => Verdict::Drop(DropReason::Malformed),
             };
             match verdict {
@@ -199,6 +212,7 @@ impl Worker {
             }
             verdicts[i] = verdict;
         }
+        self.writer.settle(now_ms / 1000);
         self.scratch = Some(Scratch { stage, sums, ips });
         n
     }
@@ -221,21 +235,22 @@ impl Worker {
         }
     }
 
-    /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup.
-    fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Stage {
+    /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup
+    /// (`Ok(true)` when addressed to a SNIP).
+    fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Result<bool, Verdict> {
         let Some(local) = self.tables.local(ip.dst).copied() else {
             // A USIP service's reply, to the client's own address.
             if ip.proto != Proto::Icmp && self.tables.is_usip_source(ip.src) {
-                return Stage::Lookup(true);
+                return Ok(true);
             }
-            return Stage::Done(Verdict::Drop(DropReason::NotForUs));
+            return Err(Verdict::Drop(DropReason::NotForUs));
         };
         let snip = local.kind == LocalKind::Snip;
         if ip.proto == Proto::Icmp {
             if !ip.echo_request && self.monitor && snip {
-                return Stage::Done(Verdict::ToMonitor); // echo replies to PING monitors
+                return Err(Verdict::ToMonitor); // echo replies to PING monitors
             }
-            return Stage::Done(match (ip.echo_request, self.macs.get(in_port)) {
+            return Err(match (ip.echo_request, self.macs.get(in_port)) {
                 (true, Some(&mac)) => {
                     let peer = wire::src_mac(frame);
                     wire::echo_reply_in_place(frame, mac, peer);
@@ -245,9 +260,9 @@ impl Worker {
             });
         }
         if ip.ttl <= 1 {
-            return Stage::Done(Verdict::Drop(DropReason::TtlExpired));
+            return Err(Verdict::Drop(DropReason::TtlExpired));
         }
-        Stage::Lookup(snip)
+        Ok(snip)
     }
 
     /// The vserver of `primary`'s backup chain that takes a new connection from `client`
@@ -359,10 +374,11 @@ impl Worker {
         }
         let svc = self.tables.service(service).ok_or(DropReason::NoService)?;
         let (snip, hop) = svc.path.ok_or(DropReason::NoRoute)?;
-        if self.neigh.get(hop).is_none() {
+        let Some(resolved_hop) = resolve(&self.neigh, hop) else {
             self.ask_for(hop, snip);
             return Err(DropReason::NoNeighbour);
-        }
+        };
+        let client_port = u16::try_from(in_port).map_err(|_| DropReason::NoRoute)?;
         let service_addr = (svc.addr, svc.port.unwrap_or(ip.dst_port));
         // The SNIPs of the subnet take turns; one out of ports lets the next serve.
         let sources: &[Ipv4Addr] = if svc.sources.is_empty() {
@@ -416,7 +432,8 @@ impl Worker {
             service,
             vserver: vserver_id,
             hop,
-            client_port: in_port,
+            resolved_hop,
+            client_port,
             client_mac: wire::src_mac(frame),
             tcp: TcpProgress::default(),
             active: true,
@@ -476,12 +493,15 @@ impl Worker {
         slot: u32,
         side: Side,
     ) -> Verdict {
-        if let Some(f) = self.flows.get(slot)
-            && self.flush_due(now_ms, f.service)
-        {
+        let Some(flow) = self.flows.get(slot) else {
+            return Verdict::Drop(DropReason::NoFlow);
+        };
+        if self.flush_due(now_ms, flow.service) {
             return self.flush(frame, ip, slot, side);
         }
-        if let Some(verdict) = self.proxy_step(frame, ip, slot, side) {
+        if matches!(flow.proxy, Proxy::AwaitingService { .. })
+            && let Some(verdict) = self.proxy_step(frame, ip, slot, side)
+        {
             return verdict;
         }
         let Some(flow) = self.flows.progress(slot, side, ip.tcp) else {
@@ -492,13 +512,18 @@ impl Worker {
         if let Some(ms) = flow.tcp.response(side, ip.tcp, now_ms) {
             self.writer.response(flow.service, ms);
         }
-        let flow = *flow;
         let (port, dst_mac) = match side {
             Side::Client => {
-                let Some(n) = self.neigh.get(flow.hop) else {
-                    self.ask_for(flow.hop, flow.snip.0);
-                    return Verdict::Drop(DropReason::NoNeighbour);
-                };
+                if flow.resolved_hop.generation != self.neigh.generation() {
+                    match resolve(&self.neigh, flow.hop) {
+                        Some(hop) => flow.resolved_hop = hop,
+                        None => {
+                            let (hop, snip) = (flow.hop, flow.snip.0);
+                            self.ask_for(hop, snip);
+                            return Verdict::Drop(DropReason::NoNeighbour);
+                        }
+                    }
+                }
                 wire::rewrite(frame, ip, flow.snip, flow.service_addr, sum);
                 if let Some(shift) = flow.ts_shift {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Value, shift);
@@ -511,7 +536,7 @@ impl Worker {
                     wire::shift_sequence(frame, ip, wire::Sequence::Seq, toward_service);
                     wire::shift_sequence(frame, ip, wire::Sequence::Ack, toward_client);
                 }
-                (n.port, n.mac)
+                (flow.resolved_hop.port, flow.resolved_hop.mac)
             }
             Side::Server => {
                 wire::rewrite(frame, ip, flow.vip, flow.client, sum);
@@ -539,12 +564,13 @@ impl Worker {
                 (flow.client_port, flow.client_mac)
             }
         };
+        let service = flow.service;
+        let port = usize::from(port);
         let Some(&our_mac) = self.macs.get(port) else {
             return Verdict::Drop(DropReason::NoRoute);
         };
         wire::set_macs(frame, our_mac, dst_mac);
-        self.writer
-            .count(flow.service, now_ms / 1000, 1, ip.len as u64);
+        self.writer.tally(service, ip.len as u64);
         Verdict::tx(port)
     }
 
@@ -580,6 +606,17 @@ impl Worker {
                 .release_after(flow.pool, flow.snip.1, flow.service, flow.last_seen);
         }
     }
+}
+
+/// The neighbour toward `hop` as the flow keeps it, when known.
+#[inline]
+fn resolve(neigh: &crate::neigh::NeighbourView, hop: Ipv4Addr) -> Option<ResolvedHop> {
+    let n = neigh.get(hop)?;
+    Some(ResolvedHop {
+        generation: neigh.generation(),
+        port: u16::try_from(n.port).ok()?,
+        mac: n.mac,
+    })
 }
 
 /// What a new flow needs of a SNAT port.

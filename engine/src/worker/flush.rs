@@ -78,7 +78,7 @@ impl Worker {
     /// MAC is known).
     pub(super) fn legs(&self, f: &Flow) -> (Leg, Option<Leg>) {
         let client = Leg {
-            port: f.client_port,
+            port: usize::from(f.client_port),
             mac: f.client_mac,
             ours: f.vip,
             theirs: f.client,
