@@ -37,7 +37,7 @@ impl FlowKey {
     }
 
     #[inline]
-    fn hash(&self) -> u64 {
+    pub fn hash(&self) -> u64 {
         let a = (u64::from(self.src) << 32) | u64::from(self.dst);
         let b = (u64::from(self.src_port) << 24)
             | (u64::from(self.dst_port) << 8)
@@ -468,7 +468,13 @@ impl FlowTable {
     }
 
     fn find(&self, key: &FlowKey) -> Result<usize, usize> {
-        let mut i = key.hash() as usize & self.mask;
+        self.find_hashed(key, key.hash())
+    }
+
+    /// [`FlowTable::find`] with `key`'s hash computed already.
+    #[inline]
+    fn find_hashed(&self, key: &FlowKey, hash: u64) -> Result<usize, usize> {
+        let mut i = hash as usize & self.mask;
         loop {
             let e = &self.index[i];
             if e.slot == EMPTY {
@@ -479,6 +485,24 @@ impl FlowTable {
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    /// Starts loading the index bucket of a key with this hash ([`FlowKey::hash`]). A burst
+    /// does this for all its frames before looking any up, so the misses of a big table's
+    /// index overlap instead of coming one after the other.
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: u64) {
+        if let Some(e) = self.index.get(hash as usize & self.mask) {
+            prefetch(e);
+        }
+    }
+
+    /// [`FlowTable::lookup`] with the key's hash computed already.
+    #[inline]
+    pub fn lookup_hashed(&self, key: &FlowKey, hash: u64) -> Option<(u32, Side)> {
+        self.find_hashed(key, hash)
+            .ok()
+            .map(|i| (self.index[i].slot, self.index[i].side))
     }
 
     /// Starts loading a flow (looked up, to be forwarded later in the burst).

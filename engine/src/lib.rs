@@ -16,7 +16,8 @@
 //!
 //! Around them:
 //! * [`tables`] — the control plane's compile step: the configuration (ctl's) becomes the
-//!   runtime tables the workers index; service and vserver ids, reused once free.
+//!   runtime tables the workers index; service and vserver ids, reused once free;
+//!   [`addr_index`] — which addresses are ours, one probe a frame.
 //! * [`control`] — the control plane: commands applied atomically and published as
 //!   generations, drains, `show`/`stat`, the control socket.
 //! * [`drain`] — `disable service` with a delay or `-graceFul`; [`rates`] — `stat` rates.
@@ -47,6 +48,7 @@
 //! * `monitors` depends on no other crate of the workspace; `ctl` on none either; `engine`
 //!   on both.
 
+pub mod addr_index;
 pub mod cli;
 pub mod clock;
 pub mod control;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use ctl::conf::{Config, IpType, LbMethod, Transport};
 use ctl::value::Port;
 
+use crate::addr_index::AddrIndex;
 use crate::flow::Timeouts;
 use crate::lb::spill::{Fallback, FallbackState, Spill, SpillAction};
 use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
@@ -217,7 +218,9 @@ pub struct Tables {
     /// Indexed by [`ServiceId`]; `None` for ids of removed services.
     pub services: Vec<Option<RtService>>,
     pub vservers: Vec<RtVserver>,
-    pub local: Vec<LocalIp>,
+    /// The addresses that are ours (NSIPs, SNIPs, VIPs), and where each is in `local`.
+    local: Vec<LocalIp>,
+    local_index: AddrIndex,
     /// Addresses of USIP services: their replies, to clients' own addresses, are ours.
     pub usip_sources: Vec<Ipv4Addr>,
     pub startup_rr_factor: u64,
@@ -463,6 +466,7 @@ impl Tables {
             generation,
             services,
             vservers,
+            local_index: AddrIndex::new(local.iter().map(|l| l.addr)),
             local,
             usip_sources,
             startup_rr_factor: config.lb_parameter.startup_rr_factor.get(),
@@ -495,7 +499,12 @@ impl Tables {
 
     #[inline]
     pub fn local(&self, ip: Ipv4Addr) -> Option<&LocalIp> {
-        self.local.iter().find(|l| l.addr == ip)
+        self.local.get(self.local_index.get(ip)?)
+    }
+
+    /// Every address that is ours, as configured.
+    pub fn locals(&self) -> &[LocalIp] {
+        &self.local
     }
 
     #[inline]

@@ -181,7 +181,7 @@ impl Control {
         let mut state = self.lock();
         let running = self.published.load();
         owner
-            .publish(&running.local, &running.usip_sources)
+            .publish(running.locals(), &running.usip_sources)
             .map_err(EngineError::Capacity)?;
         state.owners.push(owner);
         Ok(())

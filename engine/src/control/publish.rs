@@ -74,11 +74,11 @@ impl Control {
     /// get the running addresses back and the generation is refused.
     fn tell_owners(&self, state: &State, tables: &Tables) -> Result<(), CliError> {
         for (told, owner) in state.owners.iter().enumerate() {
-            if let Err(e) = owner.publish(&tables.local, &tables.usip_sources) {
+            if let Err(e) = owner.publish(tables.locals(), &tables.usip_sources) {
                 let running = self.published.load();
                 for earlier in &state.owners[..told] {
                     // Telling them what they held already cannot run out of room.
-                    let _ = earlier.publish(&running.local, &running.usip_sources);
+                    let _ = earlier.publish(running.locals(), &running.usip_sources);
                 }
                 return Err(CliError::new(ErrorKind::NotSupported).with_detail(e));
             }

@@ -44,6 +44,9 @@ pub(super) struct Scratch {
     stage: Box<[Stage; BURST]>,
     sums: Box<[TransportChecksum; BURST]>,
     ips: Box<[Ipv4; BURST]>,
+    /// Each looked-up frame's flow key hash: computed once, for the index prefetch and the
+    /// lookup.
+    hashes: Box<[u64; BURST]>,
 }
 
 impl Scratch {
@@ -52,6 +55,7 @@ impl Scratch {
             stage: Box::new([Stage::Done; BURST]),
             sums: Box::new([TransportChecksum::Valid; BURST]),
             ips: Box::new([Ipv4::default(); BURST]),
+            hashes: Box::new([0; BURST]),
         }
     }
 }
@@ -105,6 +109,7 @@ impl Worker {
             mut stage,
             mut sums,
             mut ips,
+            mut hashes,
         } = self.scratch.take().unwrap_or_else(Scratch::new);
         // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
         // the checksum, once).
@@ -131,13 +136,19 @@ impl Worker {
                 },
             };
         }
-        // 2. Look up.
+        // 2. Look up, all index buckets loading before the first is read.
+        for i in 0..n {
+            if let Stage::Lookup(_) = stage[i] {
+                hashes[i] = flow_key(&ips[i]).hash();
+                self.flows.prefetch_bucket(hashes[i]);
+            }
+        }
         for i in 0..n {
             if let Stage::Lookup(snip_bound) = stage[i] {
                 let ip = &ips[i];
                 let monitor_port = crate::nat::MONITOR_PORTS.contains(&ip.dst_port);
                 let verdict = &mut verdicts[i];
-                stage[i] = match self.flows.lookup(&flow_key(ip)) {
+                stage[i] = match self.flows.lookup_hashed(&flow_key(ip), hashes[i]) {
                     Some((slot, side)) if self.reopens(now_ms, ip, slot, side) => {
                         self.retire(slot);
                         Stage::New
@@ -213,7 +224,12 @@ impl Worker {
             verdicts[i] = verdict;
         }
         self.writer.settle(now_ms / 1000);
-        self.scratch = Some(Scratch { stage, sums, ips });
+        self.scratch = Some(Scratch {
+            stage,
+            sums,
+            ips,
+            hashes,
+        });
         n
     }
 
