@@ -344,6 +344,8 @@ pub struct FlowTable {
     sweep: usize,
     /// TCP flows whose service has not answered yet.
     embryonic: usize,
+    /// Flows ever inserted (wrapping): whether a lookup's miss may be stale.
+    insertions: u64,
     /// Slots in the order their flows became embryonic, and in the order they became closed or
     /// were created unanswered (UDP): who gives way first. An entry is checked when taken (the
     /// flow may have been answered, or its slot reused since), so stale ones cost one look;
@@ -392,6 +394,7 @@ impl FlowTable {
             len: 0,
             sweep: 0,
             embryonic: 0,
+            insertions: 0,
             embryonic_order: VecDeque::with_capacity(capacity),
             closed_order: VecDeque::with_capacity(capacity),
         }
@@ -457,6 +460,12 @@ impl FlowTable {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// How many flows were ever inserted (wrapping): a key that missed stays missing while
+    /// this is unchanged.
+    pub fn insertions(&self) -> u64 {
+        self.insertions
     }
 
     pub fn is_empty(&self) -> bool {
@@ -554,6 +563,7 @@ impl FlowTable {
             };
         }
         self.len += 1;
+        self.insertions = self.insertions.wrapping_add(1);
         Ok(slot)
     }
 

@@ -185,11 +185,18 @@ impl Worker {
                 };
             }
         }
-        // 3. Select for the misses. An earlier frame of this burst may have created the flow.
+        // 3. Select for the misses. An earlier frame of this burst may have created the flow
+        // (looked up again only then).
+        let missed_at = self.flows.insertions();
         for i in 0..n {
             if let Stage::New = stage[i] {
                 let ip = &ips[i];
-                stage[i] = match self.flows.lookup(&flow_key(ip)) {
+                let created = if self.flows.insertions() == missed_at {
+                    None
+                } else {
+                    self.flows.lookup(&flow_key(ip))
+                };
+                stage[i] = match created {
                     Some((slot, side)) => Stage::Forward(slot, side),
                     None => match self.syn_proxy(now_ms, in_port, frames[i].bytes(), ip) {
                         Some(verdict) => done(&mut verdicts[i], verdict),
