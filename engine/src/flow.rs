@@ -525,9 +525,7 @@ impl FlowTable {
     /// The flow slot and the side a packet with `key` travels.
     #[inline]
     pub fn lookup(&self, key: &FlowKey) -> Option<(u32, Side)> {
-        self.find(key)
-            .ok()
-            .map(|i| (self.index[i].slot, self.index[i].side))
+        self.lookup_hashed(key, key.hash())
     }
 
     pub fn get(&self, slot: u32) -> Option<&Flow> {
