@@ -353,6 +353,20 @@ impl CoreWriter {
         }
     }
 
+    /// A flow counted by [`CoreWriter::flow_opened`] and [`CoreWriter::vserver_hit`] that
+    /// did not enter the table after all: both taken back.
+    #[inline]
+    pub fn flow_refused(&self, service: u32, vserver: u32) {
+        if let Some(s) = self.slot(service) {
+            s.active.store(s.active.load(Relaxed) - 1, Relaxed);
+            s.flows.store(s.flows.load(Relaxed) - 1, Relaxed);
+            drop_by(&s.hits, 1);
+        }
+        if let Some(h) = self.vserver_hits(vserver) {
+            drop_by(h, 1);
+        }
+    }
+
     /// A flow of `service` left the table (see [`Counters::flows`]).
     #[inline]
     pub fn flow_removed(&self, service: u32) {
@@ -370,14 +384,18 @@ impl CoreWriter {
 
     #[inline]
     pub fn vserver_hit(&self, vserver: u32) {
-        if let Some(h) = self
-            .counters
+        if let Some(h) = self.vserver_hits(vserver) {
+            bump(h, 1);
+        }
+    }
+
+    /// This core's hit counter of `vserver`.
+    #[inline]
+    fn vserver_hits(&self, vserver: u32) -> Option<&AtomicU64> {
+        self.counters
             .cores
             .get(self.core)
             .and_then(|c| c.vserver_hits.get(vserver as usize))
-        {
-            bump(h, 1);
-        }
     }
 
     #[inline]

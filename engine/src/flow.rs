@@ -257,9 +257,10 @@ impl Flow {
         self.last_seen.saturating_add(idle)
     }
 
-    /// A TCP flow whose three-way handshake is not complete.
+    /// A TCP flow whose three-way handshake is not complete and was not ended: a handshake
+    /// reset (or closed) waits for nothing and no longer counts against the embryonic budget.
     pub fn is_embryonic(&self) -> bool {
-        self.proto == Proto::Tcp && !self.tcp.is_established()
+        self.proto == Proto::Tcp && !self.tcp.is_established() && !self.tcp.is_closed()
     }
 
     /// May give way to a new flow in a full table: a TCP connection that is over, a SYN
@@ -533,18 +534,41 @@ impl FlowTable {
     }
 
     pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
-        let (ck, sk) = (flow.client_key(), flow.server_key());
-        let (Err(ci), Err(si)) = (self.find(&ck), self.find(&sk)) else {
+        let server_hash = flow.server_key().hash();
+        let slot = self.place(flow)?;
+        self.enter(slot, server_hash).map(|()| slot)
+    }
+
+    /// Puts a flow in a free slot without making it visible to lookups yet: [`FlowTable::enter`]
+    /// does, before the table is swept or the slot given way. A worker places a new flow as
+    /// soon as it is chosen and enters it a little later, its index buckets loaded meanwhile.
+    #[inline]
+    pub fn place(&mut self, flow: Flow) -> Result<u32, InsertError> {
+        let slot = self.free.pop().ok_or(InsertError::Full)?;
+        self.slots[slot as usize] = Some(flow);
+        Ok(slot)
+    }
+
+    /// Makes the flow placed in `slot` visible by both its keys (`server_hash`: its server
+    /// key's [`FlowKey::hash`]). With a key already in the table the slot is freed again and
+    /// the flow dropped.
+    pub fn enter(&mut self, slot: u32, server_hash: u64) -> Result<(), InsertError> {
+        let Some(Some(flow)) = self.slots.get(slot as usize) else {
             return Err(InsertError::Duplicate);
         };
-        let slot = self.free.pop().ok_or(InsertError::Full)?;
-        if flow.is_embryonic() {
+        let (embryonic, gives_way) = (flow.is_embryonic(), flow.gives_way());
+        let (ck, sk) = (flow.client_key(), flow.server_key());
+        let (Err(ci), Err(si)) = (self.find(&ck), self.find_hashed(&sk, server_hash)) else {
+            self.slots[slot as usize] = None;
+            self.free.push(slot);
+            return Err(InsertError::Duplicate);
+        };
+        if embryonic {
             self.embryonic += 1;
             Self::enqueue(&mut self.embryonic_order, slot);
-        } else if flow.gives_way() {
+        } else if gives_way {
             Self::enqueue(&mut self.closed_order, slot);
         }
-        self.slots[slot as usize] = Some(flow);
         self.index[ci] = Entry {
             key: ck,
             slot,
@@ -562,7 +586,7 @@ impl FlowTable {
         }
         self.len += 1;
         self.insertions = self.insertions.wrapping_add(1);
-        Ok(slot)
+        Ok(())
     }
 
     /// Removes a flow and returns it.
@@ -665,9 +689,10 @@ mod tests {
     #[test]
     fn both_keys_find_the_flow_and_removal_keeps_chains() {
         let mut t = FlowTable::new(64);
-        let slots: Vec<u32> = (0..64).map(|i| t.insert(flow(i)).unwrap()).collect();
-        assert_eq!(t.insert(flow(100)), Err(InsertError::Full));
+        let mut slots: Vec<u32> = (0..63).map(|i| t.insert(flow(i)).unwrap()).collect();
         assert_eq!(t.insert(flow(3)).unwrap_err(), InsertError::Duplicate);
+        slots.push(t.insert(flow(63)).unwrap());
+        assert_eq!(t.insert(flow(100)), Err(InsertError::Full));
         for i in (0..64).step_by(2) {
             t.remove(slots[i]).unwrap();
         }
@@ -792,6 +817,17 @@ mod tests {
         assert_eq!(t.embryonic(), 0);
         assert_eq!(t.give_way(GiveWay::Embryonic), None);
         assert_eq!(t.give_way(GiveWay::Any), None, "both left are established");
+    }
+
+    #[test]
+    fn a_reset_handshake_no_longer_counts_as_embryonic() {
+        let mut t = FlowTable::new(8);
+        let slots: Vec<u32> = (0..3).map(|i| t.insert(flow(i)).unwrap()).collect();
+        reset(&mut t, slots[1]);
+        assert_eq!(t.embryonic(), 2);
+        t.remove(slots[1]).unwrap();
+        assert_eq!(t.embryonic(), 2, "removing it takes nothing more off");
+        assert_eq!(t.give_way(GiveWay::Embryonic), Some(slots[0]));
     }
 
     #[test]

@@ -60,6 +60,15 @@ impl Scratch {
     }
 }
 
+/// A new flow of a burst placed in the table but not yet entered (stage 3).
+#[derive(Clone, Copy)]
+struct Placed {
+    frame: usize,
+    slot: u32,
+    /// Its server key's hash: that index bucket is loading.
+    server_hash: u64,
+}
+
 fn flow_key(ip: &Ipv4) -> FlowKey {
     FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
 }
@@ -186,32 +195,60 @@ impl Worker {
             }
         }
         // 3. Select for the misses. An earlier frame of this burst may have created the flow
-        // (looked up again only then).
+        // (looked up again only then). A chosen flow enters the table after the next one is
+        // chosen: its server-side index bucket, known only once the SNAT port is, loads
+        // meanwhile instead of stalling the insert.
         let missed_at = self.flows.insertions();
+        let mut in_flight: Option<Placed> = None;
         for i in 0..n {
             if let Stage::New = stage[i] {
                 let ip = &ips[i];
+                let key = flow_key(ip);
+                // The flow in flight may be this frame's (a SYN sent twice): in the table first.
+                if let Some(placed) = in_flight
+                    && hashes[placed.frame] == hashes[i]
+                    && self
+                        .flows
+                        .get(placed.slot)
+                        .is_some_and(|f| f.client_key() == key)
+                {
+                    in_flight = None;
+                    stage[placed.frame] = self.admitted(placed, verdicts);
+                }
                 let created = if self.flows.insertions() == missed_at {
                     None
                 } else {
-                    self.flows.lookup(&flow_key(ip))
+                    self.flows.lookup(&key)
                 };
                 stage[i] = match created {
                     Some((slot, side)) => Stage::Forward(slot, side),
                     None => match self.syn_proxy(now_ms, in_port, frames[i].bytes(), ip) {
                         Some(verdict) => done(&mut verdicts[i], verdict),
-                        None => match self.new_flow(now_ms, in_port, frames[i].bytes(), ip, None) {
-                            Ok(slot) => Stage::Forward(slot, Side::Client),
-                            Err(reason) => {
-                                if reason == DropReason::NoFlow {
-                                    self.reset_unknown(in_port, frames[i].bytes(), ip);
+                        None => {
+                            let waiting = usize::from(in_flight.is_some());
+                            let frame = frames[i].bytes();
+                            match self.choose_flow(now_ms, in_port, frame, ip, None, waiting) {
+                                Ok(slot) => {
+                                    let placed = self.placed(i, slot);
+                                    if let Some(earlier) = in_flight.replace(placed) {
+                                        stage[earlier.frame] = self.admitted(earlier, verdicts);
+                                    }
+                                    Stage::New
                                 }
-                                done(&mut verdicts[i], Verdict::Drop(reason))
+                                Err(reason) => {
+                                    if reason == DropReason::NoFlow {
+                                        self.reset_unknown(in_port, frame, ip);
+                                    }
+                                    done(&mut verdicts[i], Verdict::Drop(reason))
+                                }
                             }
-                        },
+                        }
                     },
                 };
             }
+        }
+        if let Some(placed) = in_flight {
+            stage[placed.frame] = self.admitted(placed, verdicts);
         }
         // 4. Rewrite.
         for i in 0..n {
@@ -238,6 +275,27 @@ impl Worker {
             hashes,
         });
         n
+    }
+
+    /// A flow placed for frame `frame`, its server-side index bucket starting to load.
+    #[inline]
+    fn placed(&self, frame: usize, slot: u32) -> Placed {
+        let server_hash = self.flows.get(slot).map_or(0, |f| f.server_key().hash());
+        self.flows.prefetch_bucket(server_hash);
+        Placed {
+            frame,
+            slot,
+            server_hash,
+        }
+    }
+
+    /// The stage of the frame whose placed flow enters the table now.
+    #[inline]
+    fn admitted(&mut self, placed: Placed, verdicts: &mut [Verdict]) -> Stage {
+        match self.admit(placed.slot, placed.server_hash) {
+            Ok(()) => Stage::Forward(placed.slot, Side::Client),
+            Err(reason) => done(&mut verdicts[placed.frame], Verdict::Drop(reason)),
+        }
     }
 
     /// The worker that owns the frame's flow, when it is another one.
@@ -334,6 +392,24 @@ impl Worker {
         ip: &Ipv4,
         proxied: Option<Proxy>,
     ) -> Result<u32, DropReason> {
+        let slot = self.choose_flow(now_ms, in_port, frame, ip, proxied, 0)?;
+        let server_hash = self.flows.get(slot).map_or(0, |f| f.server_key().hash());
+        self.admit(slot, server_hash).map(|()| slot)
+    }
+
+    /// The flow a new connection gets (service, SNAT port, next hop), counted as opened so
+    /// the next decision sees it, placed in a slot but not yet visible to lookups:
+    /// [`Worker::admit`] enters it. `in_flight` flows placed but not admitted yet hold a place
+    /// in the table's budgets.
+    fn choose_flow(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frame: &[u8],
+        ip: &Ipv4,
+        proxied: Option<Proxy>,
+        in_flight: usize,
+    ) -> Result<u32, DropReason> {
         let vs = self
             .tables
             .vserver_for(ip.dst, ip.proto, ip.dst_port)
@@ -347,7 +423,7 @@ impl Worker {
         if ip.proto == Proto::Tcp && !opens_connection && proxied.is_none() {
             return Err(DropReason::NoFlow);
         }
-        self.make_room(ip.proto == Proto::Tcp)?;
+        self.make_room(ip.proto == Proto::Tcp, in_flight)?;
         let mut view = LiveView {
             tables: &self.tables,
             health: &self.health,
@@ -466,37 +542,49 @@ impl Worker {
             ts_shift: tsval.map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
             proxy: proxied.unwrap_or_default(),
         };
-        match self.flows.insert(flow) {
-            Ok(slot) => {
-                self.writer.flow_opened(service);
-                self.columns.opened(service);
-                self.writer.vserver_hit(vserver_id);
-                self.stats.flows_created += 1;
-                Ok(slot)
+        let slot = self.flows.place(flow).map_err(|_| {
+            self.snat.release(pool, nat_port);
+            DropReason::FlowTableFull
+        })?;
+        self.writer.flow_opened(service);
+        self.columns.opened(service);
+        self.writer.vserver_hit(vserver_id);
+        self.stats.flows_created += 1;
+        Ok(slot)
+    }
+
+    /// Makes a chosen flow visible to lookups; one that cannot enter is taken back from the
+    /// counters and gives its SNAT port back.
+    fn admit(&mut self, slot: u32, server_hash: u64) -> Result<(), DropReason> {
+        let Some(f) = self.flows.get(slot) else {
+            return Err(DropReason::Malformed);
+        };
+        let (service, vserver, pool, nat_port) = (f.service, f.vserver, f.pool, f.snip.1);
+        self.flows.enter(slot, server_hash).map_err(|e| {
+            self.writer.flow_refused(service, vserver);
+            self.columns.closed(service);
+            self.stats.flows_created -= 1;
+            self.snat.release(pool, nat_port);
+            match e {
+                InsertError::Full => DropReason::FlowTableFull,
+                InsertError::Duplicate => DropReason::Malformed,
             }
-            Err(e) => {
-                self.snat.release(pool, nat_port);
-                Err(match e {
-                    InsertError::Full => DropReason::FlowTableFull,
-                    InsertError::Duplicate => DropReason::Malformed,
-                })
-            }
-        }
+        })
     }
 
     /// Room for a new flow, before anything is chosen for it: past the embryonic budget the
     /// oldest embryonic flow gives way to a new SYN; in a full table a closed or unanswered
     /// flow does (oldest first), and with none the new flow is refused. Established flows are
     /// never evicted.
-    fn make_room(&mut self, embryonic: bool) -> Result<(), DropReason> {
+    fn make_room(&mut self, embryonic: bool, in_flight: usize) -> Result<(), DropReason> {
         if embryonic
-            && self.flows.embryonic() >= self.embryonic_limit
+            && self.flows.embryonic() + in_flight >= self.embryonic_limit
             && let Some(slot) = self.flows.give_way(GiveWay::Embryonic)
         {
             self.retire(slot);
             self.stats.flows_given_way += 1;
         }
-        if self.flows.len() < self.flows.capacity() {
+        if self.flows.len() + in_flight < self.flows.capacity() {
             return Ok(());
         }
         let slot = self
