@@ -304,7 +304,7 @@ fn huge_table<T: Clone>(n: usize, value: T) -> Box<[T]> {
 
 /// A hint to the CPU to load `value`'s cache line; nothing on targets without one.
 #[inline(always)]
-fn prefetch<T>(value: &T) {
+pub(crate) fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

@@ -147,6 +147,14 @@ impl Snat {
             let port = *pool.free.front()?;
             if !waits(pool, port) {
                 pool.free.pop_front();
+                // The next allocation reads the next port's last use: it loads meanwhile.
+                if let Some(u) = pool
+                    .free
+                    .front()
+                    .and_then(|&next| pool.last_use.get(usize::from(next.wrapping_sub(start))))
+                {
+                    crate::flow::prefetch(u);
+                }
                 return Some(Allocation {
                     port,
                     skipped,
