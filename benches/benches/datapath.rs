@@ -1,7 +1,8 @@
 //! ns per packet through the worker on the in-memory port: established-flow forwarding and new
-//! flows (SYN → selection → flow → NAT), in a running worker and in a fresh one. Established flows are measured at 128 and 1514 bytes,
-//! on a port whose checksums are verified (virtual devices: veth, virtio), on one that trusts
-//! them (physical NICs), and with partial checksums (a sender's offload) that are completed.
+//! flows (SYN → selection → flow → NAT), in a running worker and in a fresh one. Established
+//! flows are measured at 128 and 1514 bytes, on a port whose checksums are verified (virtual
+//! devices: veth, virtio), on one that trusts them (physical NICs), and with partial checksums
+//! (a sender's offload) that are completed.
 //! Frames are built outside the timed part; each timed iteration processes a burst of 64.
 //!
 //! `cargo bench -p fulcrum-benches --bench datapath`
