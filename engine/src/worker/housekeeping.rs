@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::verdict::{SharedDrops, WorkerFigures};
 
+use super::Worker;
 use super::flush::flush_due;
-use super::{SWEEP_BUDGET, Worker};
 
 const ARP_INTERVAL_MS: u64 = 1000;
 const EMBRYONIC_UNDER_PRESSURE_MS: u64 = 1000;
@@ -55,6 +55,10 @@ impl Worker {
     /// One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
     /// included (their next frame would too, but an idle peer might wait a long time).
     fn sweep(&mut self, now_ms: u64) {
+        let budget = self.sweep_pace.budget(now_ms, self.flows.capacity());
+        if budget == 0 {
+            return;
+        }
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let columns = &mut self.columns;
         let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
@@ -64,7 +68,7 @@ impl Worker {
         let pressure = self.flows.embryonic() * 2 >= self.embryonic_limit;
         let cap = pressure.then_some(EMBRYONIC_UNDER_PRESSURE_MS);
         self.flows.sweep(
-            SWEEP_BUDGET,
+            budget,
             |f| f.deadline_under(cap) <= now_ms || flush_due(tables, health, now_ms, f.service),
             |f| {
                 if f.active {

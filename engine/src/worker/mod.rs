@@ -26,6 +26,7 @@ mod monitor;
 pub mod port;
 pub mod run;
 pub mod steer;
+mod sweep_pace;
 mod synproxy;
 mod view;
 pub mod waker;
@@ -51,8 +52,6 @@ pub use waker::Waker;
 
 /// Most frames one call of [`Worker::process_burst`] takes.
 pub const BURST: usize = 64;
-/// Flows examined for expiry per housekeeping call.
-const SWEEP_BUDGET: usize = 256;
 /// Neighbours a table holds.
 pub const NEIGHBOURS: usize = 4096;
 /// Most frames the worker originates (ARP requests, RSTs) between two drains.
@@ -120,8 +119,10 @@ pub struct Worker {
     /// every burst cost more than the stages' work).
     scratch: Option<burst::Scratch>,
     outbox: Vec<OwnFrame>,
-    /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's budget).
+    /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's most).
     flushed: Vec<Flow>,
+    /// How many slots the next sweep examines.
+    sweep_pace: sweep_pace::SweepPace,
     last_arp_round: Option<u64>,
     pub drops: DropCounters,
     pub stats: WorkerStats,
@@ -178,7 +179,8 @@ impl Worker {
             columns: columns::SelectionColumns::default(),
             scratch: Some(burst::Scratch::new()),
             outbox: Vec::with_capacity(OUTBOX),
-            flushed: Vec::with_capacity(SWEEP_BUDGET),
+            flushed: Vec::with_capacity(sweep_pace::SWEEP_MOST_PER_CALL),
+            sweep_pace: sweep_pace::SweepPace::default(),
             last_arp_round: None,
             drops: DropCounters::default(),
             stats: WorkerStats::default(),
