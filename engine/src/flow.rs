@@ -337,6 +337,9 @@ pub enum InsertError {
 #[derive(Debug)]
 pub struct FlowTable {
     slots: Box<[Option<Flow>]>,
+    /// One bit per slot, set while it holds a flow: the sweep steps over empty slots without
+    /// touching them (a million-slot table mostly empty costs it 128 KB, not 128 MB).
+    occupied: Box<[u64]>,
     free: Vec<u32>,
     index: Box<[Entry]>,
     mask: usize,
@@ -382,6 +385,7 @@ impl FlowTable {
         let buckets = (capacity * 4).next_power_of_two();
         Self {
             slots: huge_table(capacity, None),
+            occupied: vec![0; capacity.div_ceil(64)].into_boxed_slice(),
             free: (0..capacity as u32).rev().collect(),
             index: huge_table(
                 buckets,
@@ -546,6 +550,7 @@ impl FlowTable {
     pub fn place(&mut self, flow: Flow) -> Result<u32, InsertError> {
         let slot = self.free.pop().ok_or(InsertError::Full)?;
         self.slots[slot as usize] = Some(flow);
+        self.mark(slot, true);
         Ok(slot)
     }
 
@@ -560,6 +565,7 @@ impl FlowTable {
         let (ck, sk) = (flow.client_key(), flow.server_key());
         let (Err(ci), Err(si)) = (self.find(&ck), self.find_hashed(&sk, server_hash)) else {
             self.slots[slot as usize] = None;
+            self.mark(slot, false);
             self.free.push(slot);
             return Err(InsertError::Duplicate);
         };
@@ -597,9 +603,23 @@ impl FlowTable {
         }
         self.unindex(&flow.client_key());
         self.unindex(&flow.server_key());
+        self.mark(slot, false);
         self.free.push(slot);
         self.len -= 1;
         Some(flow)
+    }
+
+    /// Keeps `occupied` in step with the slot.
+    #[inline]
+    fn mark(&mut self, slot: u32, taken: bool) {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        if let Some(w) = self.occupied.get_mut(word) {
+            if taken {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
     }
 
     /// Backward-shift deletion keeps every probe chain unbroken without tombstones.
@@ -642,14 +662,21 @@ impl FlowTable {
         mut removed: impl FnMut(Flow),
     ) {
         let n = self.slots.len();
-        for _ in 0..budget.min(n) {
-            let slot = self.sweep as u32;
-            self.sweep = (self.sweep + 1) % n;
-            if self.get(slot).is_some_and(&mut remove_if)
-                && let Some(f) = self.remove(slot)
+        let mut left = budget.min(n);
+        while left > 0 {
+            let at = self.sweep;
+            let word = self.occupied.get(at / 64).map_or(0, |w| w >> (at % 64));
+            // Empty slots up to the next occupied one (or the word's end) count as examined.
+            let empty = (word.trailing_zeros() as usize).min(64 - at % 64);
+            let step = empty.max(1).min(left).min(n - at);
+            if empty == 0
+                && self.get(at as u32).is_some_and(&mut remove_if)
+                && let Some(f) = self.remove(at as u32)
             {
                 removed(f);
             }
+            left -= step;
+            self.sweep = if at + step >= n { 0 } else { at + step };
         }
     }
 }
@@ -776,6 +803,44 @@ mod tests {
             gone.len(),
             2,
             "a reset flow lingers only the closed timeout (5 s)"
+        );
+    }
+
+    #[test]
+    fn a_sweep_steps_over_empty_slots_and_a_table_size_not_a_multiple_of_64() {
+        let mut t = FlowTable::new(200);
+        let slots: Vec<u32> = (0..200).map(|i| t.insert(flow(i)).unwrap()).collect();
+        // Keep a sparse few, on both sides of word boundaries and the last slot.
+        let kept = [0usize, 63, 64, 130, 199];
+        for (i, &slot) in slots.iter().enumerate() {
+            if !kept.contains(&i) {
+                t.remove(slot);
+            }
+        }
+        let mut seen = Vec::new();
+        // Budgets that end inside words and across the table's end: three full turns, each
+        // flow seen once per turn.
+        for budget in [1, 62, 2, 70, 65, 200, 200] {
+            t.sweep(
+                budget,
+                |f| {
+                    seen.push(f.client.1);
+                    false
+                },
+                |_| {},
+            );
+        }
+        let mut counted = seen.clone();
+        counted.sort_unstable();
+        counted.dedup();
+        assert_eq!(seen.len(), 3 * kept.len(), "{seen:?}");
+        let by_port: Vec<u16> = kept.iter().map(|&i| 10_000 + i as u16).collect();
+        assert_eq!(counted, by_port);
+        assert_eq!(t.len(), kept.len());
+        t.sweep(200, |_| true, |_| {});
+        assert!(
+            t.is_empty(),
+            "one budget of the table's size reaches every slot"
         );
     }
 
