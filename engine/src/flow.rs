@@ -650,34 +650,40 @@ impl FlowTable {
     /// Examines up to `budget` slots from where the last sweep stopped and removes the flows
     /// whose deadline passed, handing each to `expired`.
     pub fn expire(&mut self, now: u64, budget: usize, expired: impl FnMut(Flow)) {
-        self.sweep(budget, |f| f.deadline() <= now, expired);
+        self.sweep(budget, budget, |f| f.deadline() <= now, expired);
     }
 
-    /// Examines up to `budget` slots from where the last sweep stopped and removes the flows
-    /// `remove_if` picks, handing each to `removed`.
+    /// Goes on from where the last sweep stopped over up to `slots` slots, examining at most
+    /// `most_flows` flows, removes the ones `remove_if` picks, handing each to `removed`, and
+    /// returns how many slots it went over. Empty slots are stepped over by the occupancy
+    /// bitmap, 64 at a time, so only flows cost.
     pub fn sweep(
         &mut self,
-        budget: usize,
+        slots: usize,
+        most_flows: usize,
         mut remove_if: impl FnMut(&Flow) -> bool,
         mut removed: impl FnMut(Flow),
-    ) {
+    ) -> usize {
         let n = self.slots.len();
-        let mut left = budget.min(n);
-        while left > 0 {
+        let (mut left, mut flows_left) = (slots.min(n), most_flows);
+        while left > 0 && flows_left > 0 {
             let at = self.sweep;
             let word = self.occupied.get(at / 64).map_or(0, |w| w >> (at % 64));
-            // Empty slots up to the next occupied one (or the word's end) count as examined.
+            // Empty slots up to the next occupied one (or the word's end).
             let empty = (word.trailing_zeros() as usize).min(64 - at % 64);
             let step = empty.max(1).min(left).min(n - at);
-            if empty == 0
-                && self.get(at as u32).is_some_and(&mut remove_if)
-                && let Some(f) = self.remove(at as u32)
-            {
-                removed(f);
+            if empty == 0 {
+                flows_left -= 1;
+                if self.get(at as u32).is_some_and(&mut remove_if)
+                    && let Some(f) = self.remove(at as u32)
+                {
+                    removed(f);
+                }
             }
             left -= step;
             self.sweep = if at + step >= n { 0 } else { at + step };
         }
+        slots.min(n) - left
     }
 }
 
@@ -823,6 +829,7 @@ mod tests {
         for budget in [1, 62, 2, 70, 65, 200, 200] {
             t.sweep(
                 budget,
+                budget,
                 |f| {
                     seen.push(f.client.1);
                     false
@@ -837,7 +844,10 @@ mod tests {
         let by_port: Vec<u16> = kept.iter().map(|&i| 10_000 + i as u16).collect();
         assert_eq!(counted, by_port);
         assert_eq!(t.len(), kept.len());
-        t.sweep(200, |_| true, |_| {});
+        // A limit on flows stops the sweep right after the last one it examined.
+        assert_eq!(t.sweep(200, 2, |_| false, |_| {}), 64, "slots 0 and 63");
+        assert_eq!(t.sweep(200, 3, |_| false, |_| {}), 136, "64, 130, 199");
+        t.sweep(200, 200, |_| true, |_| {});
         assert!(
             t.is_empty(),
             "one budget of the table's size reaches every slot"

@@ -8,6 +8,7 @@ use crate::verdict::{SharedDrops, WorkerFigures};
 
 use super::Worker;
 use super::flush::flush_due;
+use super::sweep_pace::SWEEP_MOST_FLOWS_PER_CALL;
 
 const ARP_INTERVAL_MS: u64 = 1000;
 const EMBRYONIC_UNDER_PRESSURE_MS: u64 = 1000;
@@ -55,8 +56,8 @@ impl Worker {
     /// One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
     /// included (their next frame would too, but an idle peer might wait a long time).
     fn sweep(&mut self, now_ms: u64) {
-        let budget = self.sweep_pace.budget(now_ms, self.flows.capacity());
-        if budget == 0 {
+        let owed = self.sweep_pace.owed(now_ms, self.flows.capacity());
+        if owed == 0 {
             return;
         }
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
@@ -67,8 +68,9 @@ impl Worker {
         // timeout, so a SYN flood's flows leave as fast as they come.
         let pressure = self.flows.embryonic() * 2 >= self.embryonic_limit;
         let cap = pressure.then_some(EMBRYONIC_UNDER_PRESSURE_MS);
-        self.flows.sweep(
-            budget,
+        let swept = self.flows.sweep(
+            owed,
+            SWEEP_MOST_FLOWS_PER_CALL,
             |f| f.deadline_under(cap) <= now_ms || flush_due(tables, health, now_ms, f.service),
             |f| {
                 if f.active {
@@ -85,6 +87,7 @@ impl Worker {
                 }
             },
         );
+        self.sweep_pace.paid(swept);
         self.probe_flushed();
     }
 

@@ -179,7 +179,7 @@ impl Worker {
             columns: columns::SelectionColumns::default(),
             scratch: Some(burst::Scratch::new()),
             outbox: Vec::with_capacity(OUTBOX),
-            flushed: Vec::with_capacity(sweep_pace::SWEEP_MOST_PER_CALL),
+            flushed: Vec::with_capacity(sweep_pace::SWEEP_MOST_FLOWS_PER_CALL),
             sweep_pace: sweep_pace::SweepPace::default(),
             last_arp_round: None,
             drops: DropCounters::default(),
