@@ -1789,14 +1789,14 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
     // Once every tuple toward a backend is in its TIME_WAIT (about 55,000 each, after the
     // first runs), each SYN replaces one there: the timestamp shift makes the backends accept
     // it (without it the rate fell to a sixth). Two runs at each end, as one 10 s run on this
-    // shared machine can be 10 % off on its own. The goal is 90 %; scripts/wrap-bench.sh
-    // measures 1.04–1.10 here, but after the other lab tests the end runs have come out at
-    // 80–86 % of the start, so this guards against the collapse with 75 % (see the README).
+    // shared machine can be 10 % off on its own; the goal, 90 %, is asserted on them
+    // (1.02 after the other lab tests at 6151ad4; CI saw 0.80-0.86 when the sweep went over
+    // 256 slots every round and the lab profile spun beside the backends: see the README).
     eprintln!("connections per 10 s: {rates:?}");
     let (first, last) = (rates[0] + rates[1], rates[4] + rates[5]);
     assert!(
-        last * 4 >= first * 3,
-        "the last 20 s keep 75 % of the first 20 s: {rates:?}"
+        last * 10 >= first * 9,
+        "the last 20 s keep 90 % of the first 20 s: {rates:?}"
     );
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert!(!stat.contains("NAT ports exhausted"), "{stat}");
