@@ -318,7 +318,7 @@ impl Worker {
 
     /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup
     /// (`Ok(true)` when addressed to a SNIP).
-    #[inline]
+    #[inline(always)]
     fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Result<bool, Verdict> {
         let Some(local) = self.tables.local(ip.dst).copied() else {
             // A USIP service's reply, to the client's own address.
