@@ -73,7 +73,7 @@ unset 'pids[-1]'
 read -r _ floor_pps <<<"$floor"
 read -r _ engine_pps <<<"$engine"
 echo
-echo "64-byte UDP frames out of fl-lb0, frames/s (trafgen ${secs}s, one worker, busy poll)"
+echo "64-byte UDP frames out of fl-lb0, frames/s (trafgen ${secs}s, one worker, the lab profile: poll = wait)"
 echo "| path | frames/s | ratio to l2fwd |"
 echo "|---|---|---|"
 echo "| l2fwd (I/O floor) | $floor_pps | 1.00 |"
