@@ -244,6 +244,29 @@ fn rst_closes_and_unanswered_syns_expire() {
     assert_eq!(lab.worker.stats.flows_expired, 2);
 }
 
+/// A table with more flows than one housekeeping call examines is gone over in several
+/// calls, and the worker says it is behind until then (a sleeping run loop comes back soon).
+#[test]
+fn a_sweep_with_more_flows_than_one_call_takes_says_it_is_behind() {
+    let mut lab = Lab::new(CONFIG, 16_384);
+    for port in 0..6_000u16 {
+        let mut q = udp(CLIENT_MAC, (CLIENT, 10_000 + port), (VIP, 53), b"q");
+        assert_eq!(lab.run(&mut q), Verdict::Tx { port: 0 });
+    }
+    assert_eq!(lab.worker.flows().len(), 6_000);
+    // Past the UDP timeout: every flow goes, 2,048 a call.
+    lab.now += 200_000;
+    let mut behind = Vec::new();
+    for _ in 0..4 {
+        lab.worker.housekeeping(lab.now);
+        behind.push((lab.worker.flows().len(), lab.worker.sweep_behind()));
+    }
+    assert_eq!(
+        behind,
+        [(3_952, true), (1_904, true), (0, false), (0, false)]
+    );
+}
+
 #[test]
 fn udp_sessions_and_their_replies() {
     let mut lab = Lab::new(CONFIG, 64);

@@ -47,10 +47,18 @@ impl Worker {
             );
         }
         // An empty table needs no sweep (an idle worker's rounds stay cheap).
+        self.sweep_behind = false;
         if !self.flows.is_empty() {
             self.sweep(now_ms);
         }
         self.ask_for_next_hops(now_ms);
+    }
+
+    /// The last housekeeping's sweep had more flows to examine than one call takes: a
+    /// sleeping run loop comes back soon instead of after its longest wait, or a full table
+    /// idle in `poll = "wait"` would be gone over in tens of seconds, not one.
+    pub fn sweep_behind(&self) -> bool {
+        self.sweep_behind
     }
 
     /// One sweep ends idle flows and flushes those of DOWN or disabled services, idle ones
@@ -88,6 +96,7 @@ impl Worker {
             },
         );
         self.sweep_pace.paid(swept);
+        self.sweep_behind = swept < owed;
         self.probe_flushed();
     }
 

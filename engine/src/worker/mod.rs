@@ -121,8 +121,10 @@ pub struct Worker {
     outbox: Vec<OwnFrame>,
     /// Flows the last sweep flushed, awaiting their probes (capacity: one sweep's most).
     flushed: Vec<Flow>,
-    /// How many slots the next sweep examines.
+    /// How far the next sweep goes.
     sweep_pace: sweep_pace::SweepPace,
+    /// The last sweep stopped at its most flows with slots still owed.
+    sweep_behind: bool,
     last_arp_round: Option<u64>,
     pub drops: DropCounters,
     pub stats: WorkerStats,
@@ -181,6 +183,7 @@ impl Worker {
             outbox: Vec::with_capacity(OUTBOX),
             flushed: Vec::with_capacity(sweep_pace::SWEEP_MOST_FLOWS_PER_CALL),
             sweep_pace: sweep_pace::SweepPace::default(),
+            sweep_behind: false,
             last_arp_round: None,
             drops: DropCounters::default(),
             stats: WorkerStats::default(),
