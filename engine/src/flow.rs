@@ -214,7 +214,24 @@ pub enum Proxy {
     },
 }
 
+/// The hashes ([`FlowKey::hash`]) of a flow's two keys, computed once where the flow is made
+/// and carried to where it enters the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyHashes {
+    pub client: u64,
+    pub server: u64,
+}
+
 impl Flow {
+    /// Both keys' hashes.
+    #[inline]
+    pub fn key_hashes(&self) -> KeyHashes {
+        KeyHashes {
+            client: self.client_key().hash(),
+            server: self.server_key().hash(),
+        }
+    }
+
     pub fn client_key(&self) -> FlowKey {
         FlowKey::new(
             self.client.0,
@@ -538,9 +555,9 @@ impl FlowTable {
     }
 
     pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
-        let server_hash = flow.server_key().hash();
+        let hashes = flow.key_hashes();
         let slot = self.place(flow)?;
-        self.enter(slot, server_hash).map(|()| slot)
+        self.enter(slot, hashes).map(|()| slot)
     }
 
     /// Puts a flow in a free slot without making it visible to lookups yet: [`FlowTable::enter`]
@@ -554,16 +571,19 @@ impl FlowTable {
         Ok(slot)
     }
 
-    /// Makes the flow placed in `slot` visible by both its keys (`server_hash`: its server
-    /// key's [`FlowKey::hash`]). With a key already in the table the slot is freed again and
-    /// the flow dropped.
-    pub fn enter(&mut self, slot: u32, server_hash: u64) -> Result<(), InsertError> {
+    /// Makes the flow placed in `slot` visible by both its keys (`hashes`: theirs, from
+    /// [`Flow::key_hashes`]). With a key already in the table the slot is freed again and the
+    /// flow dropped.
+    pub fn enter(&mut self, slot: u32, hashes: KeyHashes) -> Result<(), InsertError> {
         let Some(Some(flow)) = self.slots.get(slot as usize) else {
             return Err(InsertError::Duplicate);
         };
         let (embryonic, gives_way) = (flow.is_embryonic(), flow.gives_way());
         let (ck, sk) = (flow.client_key(), flow.server_key());
-        let (Err(ci), Err(si)) = (self.find(&ck), self.find_hashed(&sk, server_hash)) else {
+        let (Err(ci), Err(si)) = (
+            self.find_hashed(&ck, hashes.client),
+            self.find_hashed(&sk, hashes.server),
+        ) else {
             self.slots[slot as usize] = None;
             self.mark(slot, false);
             self.free.push(slot);
@@ -582,7 +602,11 @@ impl FlowTable {
         };
         // The client key took the server's free bucket only if both probes ended there (every
         // bucket before `si` on the server's chain is taken, so `ci` is not among them).
-        let si = if si == ci { self.find(&sk) } else { Err(si) };
+        let si = if si == ci {
+            self.find_hashed(&sk, hashes.server)
+        } else {
+            Err(si)
+        };
         if let Err(si) = si {
             self.index[si] = Entry {
                 key: sk,

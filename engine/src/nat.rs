@@ -15,26 +15,38 @@ pub const FIRST_WORKER_PORT: u16 = 10_000;
 /// `TCP_TIMEWAIT_LEN`; stacks use 30 s to RFC 793's 4 minutes).
 pub const TIME_WAIT_MS: u64 = 60_000;
 
-/// The last connection a port carried: toward which service, ended when.
+/// A free port and the last connection it carried: toward which service, ended when. The
+/// record travels with the port through the free queue, so choosing a port reads the queue's
+/// front (memory the CPU streams) instead of a table indexed by port (a cache miss a
+/// connection once releases have shuffled the queue).
 #[derive(Clone, Copy, Debug)]
-struct LastUse {
-    service: u32,
+struct FreePort {
     ended_ms: u64,
+    service: u32,
+    port: u16,
 }
 
-const NEVER_USED: LastUse = LastUse {
-    service: u32::MAX,
-    ended_ms: 0,
-};
+/// `FreePort::service` of a port that never carried a connection.
+const NO_SERVICE: u32 = u32::MAX;
+/// `FreePort::service` of a port taken and given back unused: its earlier record is gone, so
+/// it counts as held in TIME_WAIT by every service until `ended_ms + TIME_WAIT_MS`.
+const ANY_SERVICE: u32 = u32::MAX - 1;
+
+impl FreePort {
+    /// Whether `service` may still hold this port's tuple in TIME_WAIT at `now_ms`.
+    #[inline]
+    fn waits_for(&self, service: u32, now_ms: u64) -> bool {
+        (self.service == service || self.service == ANY_SERVICE)
+            && now_ms < self.ended_ms + TIME_WAIT_MS
+    }
+}
 
 /// The free ports of one SNIP for one worker, used oldest-released first: a port comes back
 /// into use as late as possible, long after the service's TIME_WAIT for it ended.
 #[derive(Debug)]
 struct PortPool {
     snip: Ipv4Addr,
-    free: VecDeque<u16>,
-    /// By port (from the range's start): its last connection.
-    last_use: Box<[LastUse]>,
+    free: VecDeque<FreePort>,
 }
 
 /// A port for a new connection that cannot make its service's TIME_WAIT good for it (a SYN
@@ -53,6 +65,9 @@ pub struct Allocation {
 pub struct Snat {
     pools: Vec<PortPool>,
     range: std::ops::Range<u16>,
+    /// The latest clock an allocation or release brought: when a port given back unused was
+    /// last seen taken.
+    latest_ms: u64,
 }
 
 impl Snat {
@@ -77,6 +92,7 @@ impl Snat {
         Self {
             pools: Vec::new(),
             range: Self::range_of(worker, workers),
+            latest_ms: 0,
         }
     }
 
@@ -84,13 +100,16 @@ impl Snat {
     /// packet).
     pub fn add_snip(&mut self, snip: Ipv4Addr) {
         if !self.pools.iter().any(|p| p.snip == snip) {
-            let free = self.range.clone().collect();
-            let last_use = vec![NEVER_USED; self.range.len()].into_boxed_slice();
-            self.pools.push(PortPool {
-                snip,
-                free,
-                last_use,
-            });
+            let free = self
+                .range
+                .clone()
+                .map(|port| FreePort {
+                    ended_ms: 0,
+                    service: NO_SERVICE,
+                    port,
+                })
+                .collect();
+            self.pools.push(PortPool { snip, free });
         }
     }
 
@@ -101,6 +120,7 @@ impl Snat {
             .find(|p| p.snip == snip)?
             .free
             .pop_front()
+            .map(|f| f.port)
     }
 
     /// The oldest free port `fits` accepts, looking at no more than `budget` ports (those
@@ -115,11 +135,11 @@ impl Snat {
     ) -> Option<u16> {
         let pool = self.pools.iter_mut().find(|p| p.snip == snip)?;
         for _ in 0..budget.min(pool.free.len()) {
-            let port = pool.free.pop_front()?;
-            if fits(port) {
-                return Some(port);
+            let free = pool.free.pop_front()?;
+            if fits(free.port) {
+                return Some(free.port);
             }
-            pool.free.push_back(port);
+            pool.free.push_back(free);
         }
         None
     }
@@ -134,29 +154,16 @@ impl Snat {
         now_ms: u64,
         budget: usize,
     ) -> Option<Allocation> {
-        let start = self.range.start;
+        self.latest_ms = self.latest_ms.max(now_ms);
         let pool = self.pools.iter_mut().find(|p| p.snip == snip)?;
-        let waits = |pool: &PortPool, port: u16| {
-            pool.last_use
-                .get(usize::from(port - start))
-                .is_some_and(|u| u.service == service && now_ms < u.ended_ms + TIME_WAIT_MS)
-        };
         let looked = budget.clamp(1, pool.free.len().max(1));
         let mut skipped = 0;
         for _ in 0..looked {
-            let port = *pool.free.front()?;
-            if !waits(pool, port) {
+            let free = *pool.free.front()?;
+            if !free.waits_for(service, now_ms) {
                 pool.free.pop_front();
-                // The next allocation reads the next port's last use: it loads meanwhile.
-                if let Some(u) = pool
-                    .free
-                    .front()
-                    .and_then(|&next| pool.last_use.get(usize::from(next.wrapping_sub(start))))
-                {
-                    crate::flow::prefetch(u);
-                }
                 return Some(Allocation {
-                    port,
+                    port: free.port,
                     skipped,
                     in_time_wait: false,
                 });
@@ -165,9 +172,9 @@ impl Snat {
             skipped += 1;
         }
         // All young: take the oldest of those looked at (the first sent to the back).
-        let port = pool.free.remove(pool.free.len().checked_sub(looked)?)?;
+        let free = pool.free.remove(pool.free.len().checked_sub(looked)?)?;
         Some(Allocation {
-            port,
+            port: free.port,
             skipped: skipped.saturating_sub(1),
             in_time_wait: true,
         })
@@ -176,24 +183,39 @@ impl Snat {
     /// Gives back the port of a connection to `service` that ended at `ended_ms`.
     #[inline]
     pub fn release_after(&mut self, snip: Ipv4Addr, port: u16, service: u32, ended_ms: u64) {
-        let start = self.range.start;
-        if let Some(p) = self.pools.iter_mut().find(|p| p.snip == snip)
-            && let Some(u) = port
-                .checked_sub(start)
-                .and_then(|i| p.last_use.get_mut(usize::from(i)))
-        {
-            *u = LastUse { service, ended_ms };
-        }
-        self.release(snip, port);
+        self.latest_ms = self.latest_ms.max(ended_ms);
+        self.give_back(
+            snip,
+            FreePort {
+                ended_ms,
+                service,
+                port,
+            },
+        );
     }
 
+    /// Gives back a port taken for a connection that never started (its flow was refused):
+    /// what it carried before is not known any more, so every service is taken to hold it in
+    /// TIME_WAIT for a while.
     #[inline]
     pub fn release(&mut self, snip: Ipv4Addr, port: u16) {
+        let ended_ms = self.latest_ms;
+        self.give_back(
+            snip,
+            FreePort {
+                ended_ms,
+                service: ANY_SERVICE,
+                port,
+            },
+        );
+    }
+
+    fn give_back(&mut self, snip: Ipv4Addr, free: FreePort) {
         if let Some(p) = self.pools.iter_mut().find(|p| p.snip == snip)
-            && self.range.contains(&port)
+            && self.range.contains(&free.port)
             && p.free.len() < self.range.len()
         {
-            p.free.push_back(port);
+            p.free.push_back(free);
         }
     }
 
@@ -290,5 +312,43 @@ mod tests {
         // A port young for service 7 but not for 8 is passed over for 7 only.
         let d = s.allocate_for(snip, 8, 2_500, 1).unwrap();
         assert!(!d.in_time_wait);
+    }
+
+    #[test]
+    fn a_port_given_back_unused_counts_as_held_by_every_service() {
+        let snip = Ipv4Addr::new(198, 18, 0, 2);
+        let mut s = Snat::new(0, 1);
+        s.add_snip(snip);
+        let n = s.available(snip);
+        let ports: Vec<u16> = (0..n).map(|_| s.allocate(snip).unwrap()).collect();
+        for &p in &ports[1..] {
+            s.release_after(snip, p, 7, 1_000);
+        }
+        // Taken at 5 s for a flow that was refused: its tuple toward any service may be young.
+        assert_eq!(
+            s.allocate_for(snip, 9, 5_000, 1).map(|a| a.in_time_wait),
+            Some(false)
+        );
+        s.release(snip, ports[0]);
+        let all: Vec<Allocation> = (0..s.available(snip))
+            .map(|_| {
+                s.allocate_for(snip, 9, 5_000 + TIME_WAIT_MS - 1, 1)
+                    .unwrap()
+            })
+            .collect();
+        let back = all.iter().find(|a| a.port == ports[0]).unwrap();
+        assert!(back.in_time_wait, "{back:?}");
+        // Given back unused again (last taken just now); once TIME_WAIT is over from then it
+        // is an ordinary free port.
+        s.release(snip, ports[0]);
+        let young = s
+            .allocate_for(snip, 9, 5_000 + 2 * TIME_WAIT_MS - 2, 1)
+            .unwrap();
+        assert!(young.in_time_wait);
+        s.release(snip, ports[0]);
+        let later = s
+            .allocate_for(snip, 9, 5_000 + 3 * TIME_WAIT_MS, 1)
+            .unwrap();
+        assert_eq!((later.port, later.in_time_wait), (ports[0], false));
     }
 }

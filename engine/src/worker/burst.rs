@@ -4,7 +4,9 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, ResolvedHop, Side, TcpProgress};
+use crate::flow::{
+    Flow, FlowKey, GiveWay, InsertError, KeyHashes, Proxy, ResolvedHop, Side, TcpProgress,
+};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
@@ -60,13 +62,19 @@ impl Scratch {
     }
 }
 
-/// A new flow of a burst placed in the table but not yet entered (stage 3).
+/// A new flow placed in the table but not yet entered, and its keys' hashes.
+#[derive(Clone, Copy)]
+pub(super) struct Chosen {
+    slot: u32,
+    hashes: KeyHashes,
+}
+
+/// A new flow of a burst placed in the table but not yet entered (stage 3); its server key's
+/// index bucket is loading.
 #[derive(Clone, Copy)]
 struct Placed {
     frame: usize,
-    slot: u32,
-    /// Its server key's hash: that index bucket is loading.
-    server_hash: u64,
+    chosen: Chosen,
 }
 
 fn flow_key(ip: &Ipv4) -> FlowKey {
@@ -209,7 +217,7 @@ impl Worker {
                     && hashes[placed.frame] == hashes[i]
                     && self
                         .flows
-                        .get(placed.slot)
+                        .get(placed.chosen.slot)
                         .is_some_and(|f| f.client_key() == key)
                 {
                     in_flight = None;
@@ -218,7 +226,7 @@ impl Worker {
                 let created = if self.flows.insertions() == missed_at {
                     None
                 } else {
-                    self.flows.lookup(&key)
+                    self.flows.lookup_hashed(&key, hashes[i])
                 };
                 stage[i] = match created {
                     Some((slot, side)) => Stage::Forward(slot, side),
@@ -228,8 +236,8 @@ impl Worker {
                             let waiting = usize::from(in_flight.is_some());
                             let frame = frames[i].bytes();
                             match self.choose_flow(now_ms, in_port, frame, ip, None, waiting) {
-                                Ok(slot) => {
-                                    let placed = self.placed(i, slot);
+                                Ok(chosen) => {
+                                    let placed = self.placed(i, chosen);
                                     if let Some(earlier) = in_flight.replace(placed) {
                                         stage[earlier.frame] = self.admitted(earlier, verdicts);
                                     }
@@ -279,21 +287,16 @@ impl Worker {
 
     /// A flow placed for frame `frame`, its server-side index bucket starting to load.
     #[inline]
-    fn placed(&self, frame: usize, slot: u32) -> Placed {
-        let server_hash = self.flows.get(slot).map_or(0, |f| f.server_key().hash());
-        self.flows.prefetch_bucket(server_hash);
-        Placed {
-            frame,
-            slot,
-            server_hash,
-        }
+    fn placed(&self, frame: usize, chosen: Chosen) -> Placed {
+        self.flows.prefetch_bucket(chosen.hashes.server);
+        Placed { frame, chosen }
     }
 
     /// The stage of the frame whose placed flow enters the table now.
     #[inline]
     fn admitted(&mut self, placed: Placed, verdicts: &mut [Verdict]) -> Stage {
-        match self.admit(placed.slot, placed.server_hash) {
-            Ok(()) => Stage::Forward(placed.slot, Side::Client),
+        match self.admit(placed.chosen) {
+            Ok(()) => Stage::Forward(placed.chosen.slot, Side::Client),
             Err(reason) => done(&mut verdicts[placed.frame], Verdict::Drop(reason)),
         }
     }
@@ -392,9 +395,8 @@ impl Worker {
         ip: &Ipv4,
         proxied: Option<Proxy>,
     ) -> Result<u32, DropReason> {
-        let slot = self.choose_flow(now_ms, in_port, frame, ip, proxied, 0)?;
-        let server_hash = self.flows.get(slot).map_or(0, |f| f.server_key().hash());
-        self.admit(slot, server_hash).map(|()| slot)
+        let chosen = self.choose_flow(now_ms, in_port, frame, ip, proxied, 0)?;
+        self.admit(chosen).map(|()| chosen.slot)
     }
 
     /// The flow a new connection gets (service, SNAT port, next hop), counted as opened so
@@ -409,7 +411,7 @@ impl Worker {
         ip: &Ipv4,
         proxied: Option<Proxy>,
         in_flight: usize,
-    ) -> Result<u32, DropReason> {
+    ) -> Result<Chosen, DropReason> {
         let vs = self
             .tables
             .vserver_for(ip.dst, ip.proto, ip.dst_port)
@@ -542,6 +544,7 @@ impl Worker {
             ts_shift: tsval.map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
             proxy: proxied.unwrap_or_default(),
         };
+        let hashes = flow.key_hashes();
         let slot = self.flows.place(flow).map_err(|_| {
             self.snat.release(pool, nat_port);
             DropReason::FlowTableFull
@@ -550,17 +553,17 @@ impl Worker {
         self.columns.opened(service);
         self.writer.vserver_hit(vserver_id);
         self.stats.flows_created += 1;
-        Ok(slot)
+        Ok(Chosen { slot, hashes })
     }
 
     /// Makes a chosen flow visible to lookups; one that cannot enter is taken back from the
     /// counters and gives its SNAT port back.
-    fn admit(&mut self, slot: u32, server_hash: u64) -> Result<(), DropReason> {
-        let Some(f) = self.flows.get(slot) else {
+    fn admit(&mut self, chosen: Chosen) -> Result<(), DropReason> {
+        let Some(f) = self.flows.get(chosen.slot) else {
             return Err(DropReason::Malformed);
         };
         let (service, vserver, pool, nat_port) = (f.service, f.vserver, f.pool, f.snip.1);
-        self.flows.enter(slot, server_hash).map_err(|e| {
+        self.flows.enter(chosen.slot, chosen.hashes).map_err(|e| {
             self.writer.flow_refused(service, vserver);
             self.columns.closed(service);
             self.stats.flows_created -= 1;
