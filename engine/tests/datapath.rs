@@ -150,6 +150,28 @@ fn an_established_flow_follows_its_service_to_a_new_mac() {
 }
 
 #[test]
+fn a_new_flow_after_its_service_moved_goes_to_the_new_mac() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // Round robin over three services: connections 0 and 3 go to s1.
+    let mut first_mac_of = |lab: &mut Lab, port: u16| {
+        let mut syn = tcp(CLIENT_MAC, (CLIENT, port), (VIP, 80), Flags::Syn, b"");
+        assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+        let (dmac, _, dst, _) = tcp_out(&syn);
+        (dmac, dst)
+    };
+    assert_eq!(
+        first_mac_of(&mut lab, 41_000),
+        (backend_mac(1), (backend(1), 80))
+    );
+    first_mac_of(&mut lab, 41_001);
+    first_mac_of(&mut lab, 41_002);
+    let moved = [0x02, 0xbe, 0, 0, 0x77, 1];
+    let mut gratuitous = arp(true, moved, backend(1), [0; 6], backend(1));
+    lab.run(&mut gratuitous);
+    assert_eq!(first_mac_of(&mut lab, 41_003), (moved, (backend(1), 80)));
+}
+
+#[test]
 fn tcp_connection_through_the_vip_with_full_nat() {
     let mut lab = Lab::new(CONFIG, 64);
     let client = (CLIENT, 40_000);

@@ -476,7 +476,7 @@ impl Worker {
         }
         let svc = self.tables.service(service).ok_or(DropReason::NoService)?;
         let (snip, hop) = svc.path.ok_or(DropReason::NoRoute)?;
-        let Some(resolved_hop) = resolve(&self.neigh, hop) else {
+        let Some(resolved_hop) = hop_toward(&mut self.hops, &self.neigh, service, hop) else {
             self.ask_for(hop, snip);
             return Err(DropReason::NoNeighbour);
         };
@@ -732,6 +732,29 @@ fn resolve(neigh: &crate::neigh::NeighbourView, hop: Ipv4Addr) -> Option<Resolve
         port: u16::try_from(n.port).ok()?,
         mac: n.mac,
     })
+}
+
+/// The neighbour toward `hop` for a new flow to `service`: the one resolved for its last
+/// new flow while the neighbour table has not changed since (a hash lookup otherwise).
+#[inline]
+fn hop_toward(
+    hops: &mut [(Ipv4Addr, ResolvedHop)],
+    neigh: &crate::neigh::NeighbourView,
+    service: crate::lb::ServiceId,
+    hop: Ipv4Addr,
+) -> Option<ResolvedHop> {
+    let known = hops.get_mut(service as usize);
+    if let Some((was, resolved)) = &known
+        && *was == hop
+        && resolved.generation == neigh.generation()
+    {
+        return Some(*resolved);
+    }
+    let resolved = resolve(neigh, hop)?;
+    if let Some(entry) = known {
+        *entry = (hop, resolved);
+    }
+    Some(resolved)
 }
 
 /// What a new flow needs of a SNAT port.

@@ -35,7 +35,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use crate::counters::{CoreWriter, Counters};
-use crate::flow::{Flow, FlowTable};
+use crate::flow::{Flow, FlowTable, ResolvedHop};
 use crate::health::ServiceHealth;
 use crate::lb::{PoolState, RoundRobinReason};
 use crate::nat::Snat;
@@ -110,6 +110,9 @@ pub struct Worker {
     embryonic_limit: usize,
     snat: Snat,
     neigh: NeighbourView,
+    /// By service id: the neighbour its next hop resolved to for the last new flow (see
+    /// `burst::hop_toward`).
+    hops: Vec<(Ipv4Addr, ResolvedHop)>,
     writer: CoreWriter,
     counters: Arc<Counters>,
     health: Arc<ServiceHealth>,
@@ -175,6 +178,7 @@ impl Worker {
             embryonic_limit: default_embryonic_limit(setup.flow_capacity),
             snat: Snat::new(setup.id, setup.workers),
             neigh: NeighbourView::new(Arc::new(Neighbours::new(NEIGHBOURS))),
+            hops: Vec::new(),
             writer: setup.writer,
             counters: setup.counters,
             health: setup.health,
@@ -293,6 +297,9 @@ impl Worker {
             pools.push(state);
         }
         self.pools = pools;
+        // Generation 0 is no neighbour table's: every entry is resolved afresh first.
+        self.hops =
+            vec![(Ipv4Addr::UNSPECIFIED, ResolvedHop::default()); self.tables.services.len()];
         let snips: Vec<Ipv4Addr> = self.tables.snips().map(|s| s.addr).collect();
         for s in snips {
             self.snat.add_snip(s);
