@@ -153,7 +153,7 @@ fn an_established_flow_follows_its_service_to_a_new_mac() {
 fn a_new_flow_after_its_service_moved_goes_to_the_new_mac() {
     let mut lab = Lab::new(CONFIG, 64);
     // Round robin over three services: connections 0 and 3 go to s1.
-    let mut first_mac_of = |lab: &mut Lab, port: u16| {
+    let first_mac_of = |lab: &mut Lab, port: u16| {
         let mut syn = tcp(CLIENT_MAC, (CLIENT, port), (VIP, 80), Flags::Syn, b"");
         assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
         let (dmac, _, dst, _) = tcp_out(&syn);
