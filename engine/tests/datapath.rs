@@ -593,33 +593,37 @@ fn a_burst_is_processed_in_stages_and_keeps_frame_order() {
 #[test]
 fn a_burst_of_syns_spreads_and_a_syn_sent_twice_in_it_opens_one_flow() {
     let mut lab = Lab::new(CONFIG, 64);
-    // Six SYNs of new connections, the third sent twice in a row, and a fourth again last.
-    let ports = [7000u16, 7001, 7002, 7002, 7003, 7004, 7005, 7003];
+    // Nine SYNs of new connections: the third sent twice in a row, the fourth again three
+    // frames later, the first again at the end (its flow long in the table by then).
+    let ports = [
+        7000u16, 7001, 7002, 7002, 7003, 7004, 7005, 7003, 7006, 7007, 7008, 7000,
+    ];
     let mut burst: Vec<Vec<u8>> = ports
         .iter()
         .map(|&p| tcp(CLIENT_MAC, (CLIENT, p), (VIP, 80), Flags::Syn, b""))
         .collect();
-    let mut verdicts = [Verdict::Consumed; 8];
+    let mut verdicts = [Verdict::Consumed; 12];
     lab.worker
         .process_burst(lab.now, 0, &mut burst, &mut verdicts);
-    assert_eq!(verdicts, [Verdict::Tx { port: 0 }; 8]);
-    assert_eq!(lab.worker.stats.flows_created, 6);
-    assert_eq!(lab.worker.flows().len(), 6);
+    assert_eq!(verdicts, [Verdict::Tx { port: 0 }; 12]);
+    assert_eq!(lab.worker.stats.flows_created, 9);
+    assert_eq!(lab.worker.flows().len(), 9);
     let outs: Vec<Segment> = burst.iter().map(|f| tcp_out(f)).collect();
     assert_eq!(
         outs[2].1, outs[3].1,
         "the repeated SYN leaves on its flow's SNAT tuple"
     );
     assert_eq!(outs[4].1, outs[7].1);
-    // ROUNDROBIN over three services: each takes two of the six connections.
+    assert_eq!(outs[0].1, outs[11].1);
+    // ROUNDROBIN over three services: each takes three of the nine connections.
     for (i, service) in [11u8, 12, 13].into_iter().enumerate() {
         let to = outs
             .iter()
             .filter(|o| o.2.0 == Ipv4Addr::new(198, 18, 0, service))
             .map(|o| o.1)
             .collect::<std::collections::HashSet<_>>();
-        assert_eq!(to.len(), 2, "service {service}: {outs:?}");
-        assert_eq!(lab.counters.active(i as u32), 2);
+        assert_eq!(to.len(), 3, "service {service}: {outs:?}");
+        assert_eq!(lab.counters.active(i as u32), 3);
     }
 }
 

@@ -77,6 +77,59 @@ struct Placed {
     chosen: Chosen,
 }
 
+/// How many chosen flows wait to enter the table: enough choices in between for a server-side
+/// bucket of a big table to load from memory.
+const IN_FLIGHT: usize = 4;
+
+/// The flows of a burst placed but not entered yet, oldest first.
+#[derive(Default)]
+struct InFlight {
+    placed: [Option<Placed>; IN_FLIGHT],
+    /// Where the oldest is, and how many there are.
+    first: usize,
+    len: usize,
+}
+
+impl InFlight {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Adds `placed`; the oldest comes back when it makes room.
+    #[inline]
+    fn push(&mut self, placed: Placed) -> Option<Placed> {
+        let oldest = if self.len == IN_FLIGHT {
+            self.oldest()
+        } else {
+            None
+        };
+        self.placed[(self.first + self.len) % IN_FLIGHT] = Some(placed);
+        self.len += 1;
+        oldest
+    }
+
+    /// Takes the oldest out.
+    #[inline]
+    fn oldest(&mut self) -> Option<Placed> {
+        if self.len == 0 {
+            return None;
+        }
+        let oldest = self.placed[self.first].take();
+        self.first = (self.first + 1) % IN_FLIGHT;
+        self.len -= 1;
+        oldest
+    }
+
+    /// Whether a flow in flight was placed for a frame whose key hashes to `hash`.
+    #[inline]
+    fn holds(&self, hash: u64, hashes: &[u64]) -> bool {
+        (0..self.len).any(|k| {
+            self.placed[(self.first + k) % IN_FLIGHT]
+                .is_some_and(|p| hashes.get(p.frame) == Some(&hash))
+        })
+    }
+}
+
 fn flow_key(ip: &Ipv4) -> FlowKey {
     FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
 }
@@ -203,25 +256,20 @@ impl Worker {
             }
         }
         // 3. Select for the misses. An earlier frame of this burst may have created the flow
-        // (looked up again only then). A chosen flow enters the table after the next one is
-        // chosen: its server-side index bucket, known only once the SNAT port is, loads
-        // meanwhile instead of stalling the insert.
+        // (looked up again only then). A chosen flow enters the table a few choices later:
+        // its server-side index bucket, known only once the SNAT port is, loads meanwhile
+        // instead of stalling the insert.
         let missed_at = self.flows.insertions();
-        let mut in_flight: Option<Placed> = None;
+        let mut in_flight = InFlight::default();
         for i in 0..n {
             if let Stage::New = stage[i] {
                 let ip = &ips[i];
                 let key = flow_key(ip);
-                // The flow in flight may be this frame's (a SYN sent twice): in the table first.
-                if let Some(placed) = in_flight
-                    && hashes[placed.frame] == hashes[i]
-                    && self
-                        .flows
-                        .get(placed.chosen.slot)
-                        .is_some_and(|f| f.client_key() == key)
-                {
-                    in_flight = None;
-                    stage[placed.frame] = self.admitted(placed, verdicts);
+                // A flow in flight may be this frame's (a SYN sent twice): all enter first.
+                if in_flight.holds(hashes[i], &hashes[..n]) {
+                    while let Some(placed) = in_flight.oldest() {
+                        stage[placed.frame] = self.admitted(placed, verdicts);
+                    }
                 }
                 let created = if self.flows.insertions() == missed_at {
                     None
@@ -233,12 +281,12 @@ impl Worker {
                     None => match self.syn_proxy(now_ms, in_port, frames[i].bytes(), ip) {
                         Some(verdict) => done(&mut verdicts[i], verdict),
                         None => {
-                            let waiting = usize::from(in_flight.is_some());
+                            let waiting = in_flight.len();
                             let frame = frames[i].bytes();
                             match self.choose_flow(now_ms, in_port, frame, ip, None, waiting) {
                                 Ok(chosen) => {
                                     let placed = self.placed(i, chosen);
-                                    if let Some(earlier) = in_flight.replace(placed) {
+                                    if let Some(earlier) = in_flight.push(placed) {
                                         stage[earlier.frame] = self.admitted(earlier, verdicts);
                                     }
                                     Stage::New
@@ -255,7 +303,7 @@ impl Worker {
                 };
             }
         }
-        if let Some(placed) = in_flight {
+        while let Some(placed) = in_flight.oldest() {
             stage[placed.frame] = self.admitted(placed, verdicts);
         }
         // 4. Rewrite.
