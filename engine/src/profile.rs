@@ -186,6 +186,13 @@ impl HwProfile {
         if self.flows.per_worker == 0 {
             return fail("flows.per_worker must be positive".into());
         }
+        if self.flows.per_worker as usize > crate::flow::MOST_FLOWS {
+            return fail(format!(
+                "flows.per_worker {} is more than a worker's flow table holds ({})",
+                self.flows.per_worker,
+                crate::flow::MOST_FLOWS
+            ));
+        }
         if let Some(n) = self.flows.embryonic
             && !(1..=self.flows.per_worker).contains(&n)
         {
@@ -242,6 +249,14 @@ per_worker = 1048576
         assert!(flows("embryonic = 0").is_err());
         let e = flows("embryonic = 2000000").unwrap_err();
         assert!(e.to_string().contains("flows.embryonic"), "{e}");
+        let per_worker = |n: u64| {
+            HwProfile::from_toml(
+                &MINIMAL.replace("per_worker = 1048576", &format!("per_worker = {n}")),
+            )
+        };
+        assert!(per_worker(crate::flow::MOST_FLOWS as u64).is_ok());
+        let e = per_worker(crate::flow::MOST_FLOWS as u64 + 1).unwrap_err();
+        assert!(e.to_string().contains("flows.per_worker"), "{e}");
     }
 
     #[test]
