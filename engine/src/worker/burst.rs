@@ -4,14 +4,13 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{
-    Flow, FlowKey, GiveWay, InsertError, KeyHashes, Proxy, ResolvedHop, Side, TcpProgress,
-};
+use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, ResolvedHop, Side, TcpProgress};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
 use crate::wire::{self, Ipv4, Parsed, Proto, TransportChecksum};
 
+use super::in_flight::{Chosen, InFlight, Placed};
 use super::view::LiveView;
 use super::{BURST, FrameBuf, Worker};
 
@@ -59,74 +58,6 @@ impl Scratch {
             ips: Box::new([Ipv4::default(); BURST]),
             hashes: Box::new([0; BURST]),
         }
-    }
-}
-
-/// A new flow placed in the table but not yet entered, and its keys' hashes.
-#[derive(Clone, Copy)]
-pub(super) struct Chosen {
-    slot: u32,
-    hashes: KeyHashes,
-}
-
-/// A new flow of a burst placed in the table but not yet entered (stage 3); its server key's
-/// index bucket is loading.
-#[derive(Clone, Copy)]
-struct Placed {
-    frame: usize,
-    chosen: Chosen,
-}
-
-/// How many chosen flows wait to enter the table: enough choices in between for a server-side
-/// bucket of a big table to load from memory.
-const IN_FLIGHT: usize = 4;
-
-/// The flows of a burst placed but not entered yet, oldest first.
-#[derive(Default)]
-struct InFlight {
-    placed: [Option<Placed>; IN_FLIGHT],
-    /// Where the oldest is, and how many there are.
-    first: usize,
-    len: usize,
-}
-
-impl InFlight {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Adds `placed`; the oldest comes back when it makes room.
-    #[inline]
-    fn push(&mut self, placed: Placed) -> Option<Placed> {
-        let oldest = if self.len == IN_FLIGHT {
-            self.oldest()
-        } else {
-            None
-        };
-        self.placed[(self.first + self.len) % IN_FLIGHT] = Some(placed);
-        self.len += 1;
-        oldest
-    }
-
-    /// Takes the oldest out.
-    #[inline]
-    fn oldest(&mut self) -> Option<Placed> {
-        if self.len == 0 {
-            return None;
-        }
-        let oldest = self.placed[self.first].take();
-        self.first = (self.first + 1) % IN_FLIGHT;
-        self.len -= 1;
-        oldest
-    }
-
-    /// Whether a flow in flight was placed for a frame whose key hashes to `hash`.
-    #[inline]
-    fn holds(&self, hash: u64, hashes: &[u64]) -> bool {
-        (0..self.len).any(|k| {
-            self.placed[(self.first + k) % IN_FLIGHT]
-                .is_some_and(|p| hashes.get(p.frame) == Some(&hash))
-        })
     }
 }
 

@@ -6,7 +6,8 @@
 //! replay`): [`run`] is the loop, generic over a [`Port`]. Time is passed in (milliseconds);
 //! nothing here reads a clock.
 //!
-//! * `burst` — a burst in stages: parse, look up, select, rewrite.
+//! * `burst` — a burst in stages: parse, look up, select, rewrite; `in_flight` — the new
+//!   flows of a burst placed but not yet entered in the index.
 //! * `flush` — downStateFlush and the RSTs toward a flow's peers.
 //! * `arp` — answering ARP, learning neighbours, asking for next hops.
 //! * `monitor` — readdressing frames to and from the monitor core.
@@ -22,6 +23,7 @@ mod crew;
 mod flush;
 pub mod handoff;
 mod housekeeping;
+mod in_flight;
 mod monitor;
 pub mod port;
 pub mod run;
