@@ -351,8 +351,8 @@ const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
 const SERVER_SIDE: u32 = 1 << SLOT_BITS;
 const PROTO_SHIFT: u32 = SLOT_BITS + 1;
 
-/// Most flows a table holds: every slot number fits the 27 bits a bucket keeps for it, and the highest is
-/// kept for a free bucket's.
+/// Most flows a table holds: every slot number fits the 27 bits a bucket keeps for it, and
+/// the highest is kept for a free bucket's.
 pub const MOST_FLOWS: usize = SLOT_MASK as usize;
 
 /// A free bucket.
