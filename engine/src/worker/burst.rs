@@ -525,7 +525,7 @@ impl Worker {
         };
         let hashes = flow.key_hashes();
         let slot = self.flows.place(flow).map_err(|_| {
-            self.snat.release(pool, nat_port);
+            self.snat.release(pool, nat_port, now_ms);
             DropReason::FlowTableFull
         })?;
         self.writer.flow_opened(service);
@@ -541,12 +541,14 @@ impl Worker {
         let Some(f) = self.flows.get(chosen.slot) else {
             return Err(DropReason::Malformed);
         };
-        let (service, vserver, pool, nat_port) = (f.service, f.vserver, f.pool, f.snip.1);
+        // A flow not entered yet was chosen at its last_seen.
+        let (service, vserver, pool, nat_port, chosen_at) =
+            (f.service, f.vserver, f.pool, f.snip.1, f.last_seen);
         self.flows.enter(chosen.slot, chosen.hashes).map_err(|e| {
             self.writer.flow_refused(service, vserver);
             self.columns.closed(service);
             self.stats.flows_created -= 1;
-            self.snat.release(pool, nat_port);
+            self.snat.release(pool, nat_port, chosen_at);
             match e {
                 InsertError::Full => DropReason::FlowTableFull,
                 InsertError::Duplicate => DropReason::Malformed,
