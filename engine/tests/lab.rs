@@ -2753,7 +2753,8 @@ fn drop_counts(lab: &Lab) -> std::collections::HashMap<String, u64> {
 
 /// Garbage frames at rate (our packet-socket sender: truncated, malformed, fragments, TTL 1,
 /// GRE, bad checksums, VLAN-tagged) at the VIP during a 50 MB download: the download arrives
-/// intact, and every garbage frame is counted under its reason, exactly.
+/// intact, and every garbage frame is counted under its reason, or among the kernel's drops
+/// when the worker could not take it in time.
 #[test]
 fn garbage_at_rate_is_counted_by_reason_and_leaves_a_transfer_intact() {
     let mut lab = Lab::up("junk", 3);
@@ -2796,22 +2797,36 @@ fn garbage_at_rate_is_counted_by_reason_and_leaves_a_transfer_intact() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     let after = drop_counts(&lab);
     eprintln!("{sent}counted: {after:?}");
+    let grew = |reason: &str| after.get(reason).unwrap_or(&0) - before.get(reason).unwrap_or(&0);
+    // A frame the kernel could not hand over (the worker was off its core and the RX or fill
+    // ring ran out) is counted by the kernel's reason, not its own: on a busy shared machine
+    // some are. Every garbage frame must be one or the other, and none under a wrong reason.
+    let kernel_dropped =
+        grew("kernel: RX ring full") + grew("kernel: no frame to receive into, or too long");
     let mut kinds = 0;
+    let mut not_seen = 0;
     for line in sent.lines() {
         let Some((kind, n)) = line.strip_prefix("sent ").and_then(|l| l.rsplit_once(": ")) else {
             continue;
         };
         let n: u64 = n.parse().unwrap();
         assert!(n > 1000, "{sent}");
-        let counted = after.get(kind).unwrap_or(&0) - before.get(kind).unwrap_or(&0);
+        let counted = grew(kind);
         if kind == "VLAN-tagged" {
             // Not the engine's: its XDP program passes other ethertypes to the kernel.
             assert_eq!(counted, 0, "{kind}");
         } else {
-            assert_eq!(counted, n, "{kind}: sent {n}, counted {counted}");
+            assert!(counted <= n, "{kind}: sent {n}, counted {counted}");
+            // Most reach the engine: a worker that stopped reading would fail here.
+            assert!(counted * 10 >= n * 9, "{kind}: sent {n}, counted {counted}");
+            not_seen += n - counted;
             kinds += 1;
         }
     }
     assert_eq!(kinds, 6, "{sent}");
+    assert!(
+        not_seen <= kernel_dropped,
+        "{not_seen} garbage frames counted nowhere (kernel drops {kernel_dropped})"
+    );
     lab.stop();
 }
