@@ -160,6 +160,22 @@ impl Lab {
         self.daemon.as_ref().map(|c| c.id())
     }
 
+    /// CPU time the running fulcrumd has used (user + system, all threads), in USER_HZ ticks
+    /// (1/100 s on Linux), from /proc.
+    pub fn daemon_cpu_ticks(&self) -> u64 {
+        let pid = self.daemon_pid().expect("fulcrumd runs");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // Fields after the command name (which is in parentheses): utime is the 12th, stime
+        // the 13th.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+        let fields: Vec<u64> = rest
+            .split_whitespace()
+            .skip(1)
+            .map(|f| f.parse().unwrap_or(0))
+            .collect();
+        fields[10] + fields[11]
+    }
+
     /// This lab's control socket.
     pub fn socket(&self) -> PathBuf {
         self.dir.join("ctl.sock")
