@@ -322,16 +322,33 @@ fn huge_table<T: Clone>(n: usize, value: T) -> Box<[T]> {
 /// A hint to the CPU to load `value`'s cache line; nothing on targets without one.
 #[inline(always)]
 pub(crate) fn prefetch<T>(value: &T) {
+    prefetch_line((value as *const T).cast());
+}
+
+/// A hint to the CPU to load the cache line at `addr`; nothing on targets without one.
+#[inline(always)]
+fn prefetch_line(addr: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults nor changes
-        // anything but the cache; the address is that of a live reference.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>()) };
+        // anything but the cache, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(addr.cast::<i8>()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = addr;
 }
+
+/// A flow's place in the table, aligned to a cache line so that a flow spans two lines, not
+/// three (a big table's allocation starts 16 bytes into a page).
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Slot(Option<Flow>);
+
+const _: () = assert!(
+    std::mem::size_of::<Slot>() == 128,
+    "a slot is two cache lines"
+);
 
 /// An index bucket: a key and the flow's slot packed in 16 bytes, four to a cache line and
 /// none across two (a plain key, slot and side took 24). `tag` holds the slot in its low
@@ -455,7 +472,7 @@ pub enum InsertError {
 
 #[derive(Debug)]
 pub struct FlowTable {
-    slots: Box<[Option<Flow>]>,
+    slots: Box<[Slot]>,
     /// One bit per slot, set while it holds a flow: the sweep steps over empty slots without
     /// touching them (a million-slot table mostly empty costs it 128 KB, not 128 MB).
     occupied: Box<[u64]>,
@@ -493,7 +510,7 @@ const GIVE_WAY_LOOKS: usize = 64;
 /// Bytes a flow costs: its slot, two index buckets per key at most half full (four buckets
 /// per flow), and its entries in the give-way queues. `README.md` quotes it.
 pub const BYTES_PER_FLOW: usize =
-    std::mem::size_of::<Option<Flow>>() + 4 * std::mem::size_of::<Entry>() + 3 * 4;
+    std::mem::size_of::<Slot>() + 4 * std::mem::size_of::<Entry>() + 3 * 4;
 // README.md ("Reliability") quotes 204 bytes: a million flows per worker in 204 MB.
 const _: () = assert!(BYTES_PER_FLOW <= 204, "update README.md's memory per flow");
 
@@ -504,7 +521,7 @@ impl FlowTable {
         let capacity = capacity.clamp(1, MOST_FLOWS);
         let buckets = (capacity * 4).next_power_of_two();
         Self {
-            slots: huge_table(capacity, None),
+            slots: huge_table(capacity, Slot(None)),
             occupied: vec![0; capacity.div_ceil(64)].into_boxed_slice(),
             free: (0..capacity as u32).rev().collect(),
             index: huge_table(buckets, EMPTY),
@@ -540,7 +557,7 @@ impl FlowTable {
             while looks > 0 {
                 looks -= 1;
                 let slot = queue.pop_front()?;
-                if slots.get(slot as usize)?.as_ref().is_some_and(fits) {
+                if slots.get(slot as usize)?.0.as_ref().is_some_and(fits) {
                     return Some(slot);
                 }
             }
@@ -557,7 +574,7 @@ impl FlowTable {
     /// count and the give-way queues, and returns the flow.
     #[inline]
     pub fn progress(&mut self, slot: u32, side: Side, flags: TcpFlags) -> Option<&mut Flow> {
-        let flow = self.slots.get_mut(slot as usize)?.as_mut()?;
+        let flow = self.slots.get_mut(slot as usize)?.0.as_mut()?;
         let (embryonic, closed) = (flow.is_embryonic(), flow.tcp.is_closed());
         flow.tcp.update(side, flags);
         if embryonic && !flow.is_embryonic() {
@@ -571,7 +588,7 @@ impl FlowTable {
 
     /// Where the SYN proxy stands with the flow in `slot`.
     pub fn set_proxy(&mut self, slot: u32, proxy: Proxy) {
-        if let Some(Some(f)) = self.slots.get_mut(slot as usize) {
+        if let Some(Slot(Some(f))) = self.slots.get_mut(slot as usize) {
             f.proxy = proxy;
         }
     }
@@ -637,7 +654,9 @@ impl FlowTable {
     #[inline]
     pub fn prefetch_flow(&self, slot: u32) {
         if let Some(f) = self.slots.get(slot as usize) {
-            prefetch(f);
+            let start: *const u8 = (f as *const Slot).cast();
+            prefetch_line(start);
+            prefetch_line(start.wrapping_add(64));
         }
     }
 
@@ -648,7 +667,7 @@ impl FlowTable {
     }
 
     pub fn get(&self, slot: u32) -> Option<&Flow> {
-        self.slots.get(slot as usize)?.as_ref()
+        self.slots.get(slot as usize)?.0.as_ref()
     }
 
     pub fn insert(&mut self, flow: Flow) -> Result<u32, InsertError> {
@@ -663,7 +682,7 @@ impl FlowTable {
     #[inline]
     pub fn place(&mut self, flow: Flow) -> Result<u32, InsertError> {
         let slot = self.free.pop().ok_or(InsertError::Full)?;
-        self.slots[slot as usize] = Some(flow);
+        self.slots[slot as usize] = Slot(Some(flow));
         self.mark(slot, true);
         Ok(slot)
     }
@@ -672,7 +691,7 @@ impl FlowTable {
     /// [`Flow::key_hashes`]). With a key already in the table the slot is freed again and the
     /// flow dropped.
     pub fn enter(&mut self, slot: u32, hashes: KeyHashes) -> Result<(), InsertError> {
-        let Some(Some(flow)) = self.slots.get(slot as usize) else {
+        let Some(Slot(Some(flow))) = self.slots.get(slot as usize) else {
             return Err(InsertError::Duplicate);
         };
         let (embryonic, gives_way) = (flow.is_embryonic(), flow.gives_way());
@@ -681,7 +700,7 @@ impl FlowTable {
             self.find_hashed(&ck, hashes.client),
             self.find_hashed(&sk, hashes.server),
         ) else {
-            self.slots[slot as usize] = None;
+            self.slots[slot as usize] = Slot(None);
             self.mark(slot, false);
             self.free.push(slot);
             return Err(InsertError::Duplicate);
@@ -710,7 +729,7 @@ impl FlowTable {
 
     /// Removes a flow and returns it.
     pub fn remove(&mut self, slot: u32) -> Option<Flow> {
-        let flow = self.slots.get_mut(slot as usize)?.take()?;
+        let flow = self.slots.get_mut(slot as usize)?.0.take()?;
         if flow.is_embryonic() {
             self.embryonic -= 1;
         }

@@ -22,24 +22,40 @@ pub(super) struct Leg {
     pub(super) theirs: (Ipv4Addr, u16),
 }
 
-/// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
-/// (if any) is over.
-pub(super) fn flush_due(
-    tables: &Tables,
-    health: &ServiceHealth,
-    now_ms: u64,
-    service: ServiceId,
-) -> bool {
-    tables.service(service).is_some_and(|s| {
-        s.down_state_flush
-            && (health.is_down(service) || s.flush_from_ms.is_some_and(|t| now_ms >= t))
-    })
+/// downStateFlush by service id, taken from the tables when they are applied: a forwarded
+/// frame reads one word beside the worker instead of its service's entry in the tables.
+#[derive(Debug, Default)]
+pub(super) struct FlushRules(Box<[u64]>);
+
+/// downStateFlush is disabled: the service's flows are never flushed.
+const NEVER: u64 = u64::MAX;
+/// Enabled, no drain ending: flushed once the monitors decide DOWN.
+const WHEN_DOWN: u64 = u64::MAX - 1;
+
+impl FlushRules {
+    pub(super) fn new(tables: &Tables) -> Self {
+        let rule = |id: usize| match tables.service(id as ServiceId) {
+            Some(s) if s.down_state_flush => s.flush_from_ms.unwrap_or(WHEN_DOWN),
+            _ => NEVER,
+        };
+        Self((0..tables.services.len()).map(rule).collect())
+    }
+
+    /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
+    /// (if any) is over.
+    #[inline]
+    pub(super) fn due(&self, health: &ServiceHealth, now_ms: u64, service: ServiceId) -> bool {
+        self.0
+            .get(service as usize)
+            .is_some_and(|&from| from != NEVER && (now_ms >= from || health.is_down(service)))
+    }
 }
 
 impl Worker {
-    /// See [`flush_due`].
+    /// See [`FlushRules::due`].
+    #[inline]
     pub(super) fn flush_due(&self, now_ms: u64, service: ServiceId) -> bool {
-        flush_due(&self.tables, &self.health, now_ms, service)
+        self.flush_rules.due(&self.health, now_ms, service)
     }
 
     /// Ends a flushed flow on its next frame: the frame is dropped and, for TCP, both peers

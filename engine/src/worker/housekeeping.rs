@@ -7,7 +7,6 @@ use std::sync::Arc;
 use crate::verdict::{SharedDrops, WorkerFigures};
 
 use super::Worker;
-use super::flush::flush_due;
 use super::sweep_pace::SWEEP_MOST_FLOWS_PER_CALL;
 
 const ARP_INTERVAL_MS: u64 = 1000;
@@ -70,7 +69,7 @@ impl Worker {
         }
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let columns = &mut self.columns;
-        let (tables, health, flushed) = (&self.tables, &self.health, &mut self.flushed);
+        let (rules, health, flushed) = (&self.flush_rules, &self.health, &mut self.flushed);
         flushed.clear();
         // Half the embryonic budget spent: half-open flows get one second, not the embryonic
         // timeout, so a SYN flood's flows leave as fast as they come.
@@ -79,7 +78,7 @@ impl Worker {
         let swept = self.flows.sweep(
             owed,
             SWEEP_MOST_FLOWS_PER_CALL,
-            |f| f.deadline_under(cap) <= now_ms || flush_due(tables, health, now_ms, f.service),
+            |f| f.deadline_under(cap) <= now_ms || rules.due(health, now_ms, f.service),
             |f| {
                 if f.active {
                     writer.flow_closed(f.service);

@@ -115,6 +115,7 @@ pub struct Worker {
     /// By service id: the neighbour its next hop resolved to for the last new flow (see
     /// `burst::hop_toward`).
     hops: Vec<(Ipv4Addr, ResolvedHop)>,
+    flush_rules: flush::FlushRules,
     writer: CoreWriter,
     counters: Arc<Counters>,
     health: Arc<ServiceHealth>,
@@ -181,6 +182,7 @@ impl Worker {
             snat: Snat::new(setup.id, setup.workers),
             neigh: NeighbourView::new(Arc::new(Neighbours::new(NEIGHBOURS))),
             hops: Vec::new(),
+            flush_rules: flush::FlushRules::default(),
             writer: setup.writer,
             counters: setup.counters,
             health: setup.health,
@@ -302,6 +304,7 @@ impl Worker {
         // Generation 0 is no neighbour table's: every entry is resolved afresh first.
         self.hops =
             vec![(Ipv4Addr::UNSPECIFIED, ResolvedHop::default()); self.tables.services.len()];
+        self.flush_rules = flush::FlushRules::new(&self.tables);
         let snips: Vec<Ipv4Addr> = self.tables.snips().map(|s| s.addr).collect();
         for s in snips {
             self.snat.add_snip(s);
