@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use crate::lb::ServiceId;
-use crate::wire::{Mac, Proto, TcpFlags};
+use crate::wire::{Mac, NatDelta, Proto, TcpFlags};
 
 /// The addresses, ports and protocol a packet is looked up by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -184,8 +184,11 @@ pub struct Flow {
     /// Added to the client's TCP timestamps toward the service (and taken off the echoes
     /// coming back), so every SNAT tuple sees timestamps that only grow: a service still
     /// holding the tuple in TIME_WAIT accepts the next SYN on it (RFC 7323 §5, PAWS).
-    /// `None` when the client sent none.
-    pub ts_shift: Option<u32>,
+    /// 0 when the client sent none: a shift of 0 changes nothing, so frames skip the option
+    /// search (and the flow stays 128 bytes).
+    pub ts_shift: u32,
+    /// The checksum change of the rewrite toward the service (and, undone, back).
+    pub nat_delta: NatDelta,
     /// A connection the SYN proxy opened (SYN cookies): see [`Proxy`].
     pub proxy: Proxy,
 }
@@ -846,7 +849,8 @@ mod tests {
                 closed_s: 5,
             },
             last_seen: 0,
-            ts_shift: None,
+            ts_shift: 0,
+            nat_delta: NatDelta::default(),
             proxy: Proxy::Off,
         }
     }

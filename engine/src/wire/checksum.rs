@@ -82,6 +82,18 @@ impl Delta {
         Self::word((old >> 16) as u16, (new >> 16) as u16).plus(Self::word(old as u16, new as u16))
     }
 
+    /// A change already summed and folded to 16 bits (kept where 16 bits are dear).
+    #[inline]
+    pub fn from_folded(folded: u16) -> Self {
+        Self(u64::from(folded))
+    }
+
+    /// The change's sum, to fold and keep ([`Delta::from_folded`] takes it back).
+    #[inline]
+    pub fn sum(self) -> u64 {
+        self.0
+    }
+
     #[inline]
     pub fn plus(self, other: Self) -> Self {
         Self(self.0 + other.0)

@@ -155,18 +155,68 @@ pub fn complete_checksum(frame: &mut [u8], p: &Ipv4) {
     }
 }
 
+/// The checksum change of a flow's full NAT toward its service, worked out once when the
+/// flow is made instead of from every frame's old addresses: `addrs` for the two addresses
+/// (both checksums), `ports` for the two ports (the transport's only). Frames coming back
+/// undo the same change ([`NatDelta::reversed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NatDelta {
+    addrs: u16,
+    ports: u16,
+}
+
+impl NatDelta {
+    /// Source and destination `from` become those `to`.
+    pub fn new(from: [(Ipv4Addr, u16); 2], to: [(Ipv4Addr, u16); 2]) -> Self {
+        let [(src, src_port), (dst, dst_port)] = from;
+        let [(new_src, new_src_port), (new_dst, new_dst_port)] = to;
+        let addrs = Delta::double(u32::from(src), u32::from(new_src))
+            .plus(Delta::double(u32::from(dst), u32::from(new_dst)));
+        let ports = Delta::word(src_port, new_src_port).plus(Delta::word(dst_port, new_dst_port));
+        Self {
+            addrs: checksum::fold(addrs.sum()),
+            ports: checksum::fold(ports.sum()),
+        }
+    }
+
+    /// The change back (the service's frames to the client): its negation in one's
+    /// complement.
+    #[inline]
+    pub fn reversed(self) -> Self {
+        Self {
+            addrs: !self.addrs,
+            ports: !self.ports,
+        }
+    }
+}
+
 /// Full NAT rewrite: new source and destination address and port, TTL decremented; the IP
-/// checksum is adjusted for exactly the bytes that changed, and so is the transport checksum
-/// when it was complete; a partial one is completed.
+/// checksum adjusted incrementally, and the transport checksum too when `state` says it was
+/// complete; a partial one is completed.
 ///
 /// The old values are the parsed ones (`p` was read from this frame), and the headers are
-/// taken as fixed-size arrays once, so no field access checks a bound again: this runs for
-/// every forwarded frame.
+/// taken as fixed-size arrays once, so no field access checks a bound again.
 pub fn rewrite(
     frame: &mut [u8],
     p: &Ipv4,
     src: (Ipv4Addr, u16),
     dst: (Ipv4Addr, u16),
+    state: TransportChecksum,
+) {
+    let delta = NatDelta::new([(p.src, p.src_port), (p.dst, p.dst_port)], [src, dst]);
+    rewrite_flow(frame, p, src, dst, delta, state);
+}
+
+/// [`rewrite`] of a frame of a flow whose change is `delta`: `p`'s addresses and ports are
+/// the ones `delta` was made from (the flow's key matched them). This runs for every
+/// forwarded frame.
+#[inline]
+pub fn rewrite_flow(
+    frame: &mut [u8],
+    p: &Ipv4,
+    src: (Ipv4Addr, u16),
+    dst: (Ipv4Addr, u16),
+    delta: NatDelta,
     state: TransportChecksum,
 ) {
     const HEADER_END: usize = ETH_LEN + MIN_HEADER_LEN;
@@ -181,20 +231,18 @@ pub fn rewrite(
         return;
     };
     let mut ip = Ipv4Packet::new_unchecked(header);
-    // One delta per changed field; each checksum is adjusted once for all of them.
-    let addrs = Delta::double(u32::from(p.src), u32::from(src.0))
-        .plus(Delta::double(u32::from(p.dst), u32::from(dst.0)));
-    let protocol = u16::from(p.proto.number());
-    let ttl_word = |t: u8| (u16::from(t) << 8) | protocol;
-    let new_ttl = p.ttl.saturating_sub(1);
+    let addrs = Delta::from_folded(delta.addrs);
     ip.set_src_addr(src.0);
     ip.set_dst_addr(dst.0);
-    ip.set_ttl(new_ttl);
-    let header = addrs.plus(Delta::word(ttl_word(p.ttl), ttl_word(new_ttl)));
+    // The TTL shares a word with the protocol, which stays: the word goes down by 0x100.
+    let header = if p.ttl > 0 {
+        ip.set_ttl(p.ttl - 1);
+        addrs.plus(Delta::word(0x100, 0))
+    } else {
+        addrs
+    };
     ip.set_checksum(header.apply(ip.checksum()));
-    let delta = addrs
-        .plus(Delta::word(p.src_port, src.1))
-        .plus(Delta::word(p.dst_port, dst.1));
+    let transport = addrs.plus(Delta::from_folded(delta.ports));
     let incremental = state == TransportChecksum::Valid || state == TransportChecksum::Bad;
     match p.proto {
         Proto::Icmp => return,
@@ -206,7 +254,7 @@ pub fn rewrite(
             t.set_src_port(src.1);
             t.set_dst_port(dst.1);
             if incremental {
-                t.set_checksum(delta.apply(t.checksum()));
+                t.set_checksum(transport.apply(t.checksum()));
             }
         }
         Proto::Udp => {
@@ -217,7 +265,10 @@ pub fn rewrite(
             u.set_src_port(src.1);
             u.set_dst_port(dst.1);
             if incremental && u.checksum() != 0 {
-                u.set_checksum(delta.apply(u.checksum()));
+                // 0 would say "no checksum"; its other form in one's complement is sent
+                // instead (RFC 768).
+                let sum = transport.apply(u.checksum());
+                u.set_checksum(if sum == 0 { 0xffff } else { sum });
             }
         }
     }
@@ -392,4 +443,94 @@ pub fn echo_reply_in_place(frame: &mut [u8], our_mac: Mac, peer_mac: Mac) {
     icmp.set_msg_type(icmp::TYPE_ECHO_REPLY);
     let sum = checksum::adjust(icmp.checksum(), &old, &[icmp::TYPE_ECHO_REPLY, old[1]]);
     icmp.set_checksum(sum);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::parse;
+
+    /// An Ethernet/IPv4/TCP or UDP frame with every checksum complete.
+    fn frame(
+        proto: u8,
+        from: (Ipv4Addr, u16),
+        to: (Ipv4Addr, u16),
+        ttl: u8,
+        data: &[u8],
+    ) -> Vec<u8> {
+        let l4 = if proto == 6 { 20 } else { 8 };
+        let mut f = vec![0u8; 14 + 20 + l4 + data.len()];
+        f[12..14].copy_from_slice(&[8, 0]);
+        let total = (20 + l4 + data.len()) as u16;
+        let ip = &mut f[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip[8] = ttl;
+        ip[9] = proto;
+        ip[12..16].copy_from_slice(&from.0.octets());
+        ip[16..20].copy_from_slice(&to.0.octets());
+        let sum = checksum::checksum(ip);
+        ip[10..12].copy_from_slice(&sum.to_be_bytes());
+        let seg = &mut f[34..];
+        seg[0..2].copy_from_slice(&from.1.to_be_bytes());
+        seg[2..4].copy_from_slice(&to.1.to_be_bytes());
+        if proto == 6 {
+            seg[12] = 0x50;
+            seg[13] = 0x10; // ACK
+        } else {
+            seg[4..6].copy_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+        }
+        seg[l4..].copy_from_slice(data);
+        let pseudo = checksum::pseudo_header(from.0, to.0, proto, seg.len() as u16);
+        let sum = match !checksum::fold(pseudo + checksum::sum(seg)) {
+            0 if proto == 17 => 0xffff,
+            sum => sum,
+        };
+        let at = if proto == 6 { 16 } else { 6 };
+        seg[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+        f
+    }
+
+    fn parsed(f: &[u8]) -> Ipv4 {
+        match parse(f) {
+            Ok(parse::Packet::Ipv4(ip)) => ip,
+            other => panic!("not an IPv4 frame: {other:?}"),
+        }
+    }
+
+    fn addr(a: u32) -> Ipv4Addr {
+        Ipv4Addr::from(a)
+    }
+
+    proptest::proptest! {
+        /// A flow's change worked out once leaves the frame as a rewrite from scratch would,
+        /// with both checksums verifying, toward the service and back.
+        #[test]
+        fn a_flows_delta_keeps_every_checksum_valid(
+            udp: bool,
+            client: (u32, u16), vip: (u32, u16), snip: (u32, u16), service: (u32, u16),
+            ttl in 2u8..=255,
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let proto = if udp { 17 } else { 6 };
+            let (client, vip) = ((addr(client.0), client.1), (addr(vip.0), vip.1));
+            let (snip, service) = ((addr(snip.0), snip.1), (addr(service.0), service.1));
+            let delta = NatDelta::new([client, vip], [snip, service]);
+            let mut f = frame(proto, client, vip, ttl, &data);
+            let p = parsed(&f);
+            rewrite_flow(&mut f, &p, snip, service, delta, TransportChecksum::Valid);
+            let out = parsed(&f);
+            proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (snip.0, snip.1, service.0, service.1));
+            proptest::prop_assert_eq!(out.ttl, ttl - 1);
+            proptest::prop_assert_eq!(checksum::checksum(&f[14..34]), 0, "IP checksum");
+            proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
+            let mut back = frame(proto, service, snip, ttl, &data);
+            let p = parsed(&back);
+            rewrite_flow(&mut back, &p, vip, client, delta.reversed(), TransportChecksum::Valid);
+            let out = parsed(&back);
+            proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (vip.0, vip.1, client.0, client.1));
+            proptest::prop_assert_eq!(checksum::checksum(&back[14..34]), 0, "IP checksum back");
+            proptest::prop_assert_eq!(transport_checksum(&back, &out), TransportChecksum::Valid);
+        }
+    }
 }

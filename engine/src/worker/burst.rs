@@ -4,7 +4,9 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flow::{Flow, FlowKey, GiveWay, InsertError, Proxy, ResolvedHop, Side, TcpProgress};
+use crate::flow::{
+    Flow, FlowKey, GiveWay, InsertError, KeyHashes, Proxy, ResolvedHop, Side, TcpProgress,
+};
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::LocalKind;
 use crate::verdict::{DropReason, Verdict};
@@ -63,6 +65,16 @@ impl Scratch {
 
 fn flow_key(ip: &Ipv4) -> FlowKey {
     FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, ip.proto)
+}
+
+/// A frame that opens a flow, as it arrived: its port, bytes and parsed headers, and the
+/// hash of its key (the new flow's client key), computed once for the lookup that missed.
+#[derive(Clone, Copy)]
+struct Arrival<'a> {
+    in_port: usize,
+    frame: &'a [u8],
+    ip: &'a Ipv4,
+    key_hash: u64,
 }
 
 impl Worker {
@@ -214,7 +226,13 @@ impl Worker {
                         None => {
                             let waiting = in_flight.len();
                             let frame = frames[i].bytes();
-                            match self.choose_flow(now_ms, in_port, frame, ip, None, waiting) {
+                            let at = Arrival {
+                                in_port,
+                                frame,
+                                ip,
+                                key_hash: hashes[i],
+                            };
+                            match self.choose_flow(now_ms, at, None, waiting) {
                                 Ok(chosen) => {
                                     let placed = self.placed(i, chosen);
                                     if let Some(earlier) = in_flight.push(placed) {
@@ -374,7 +392,13 @@ impl Worker {
         ip: &Ipv4,
         proxied: Option<Proxy>,
     ) -> Result<u32, DropReason> {
-        let chosen = self.choose_flow(now_ms, in_port, frame, ip, proxied, 0)?;
+        let at = Arrival {
+            in_port,
+            frame,
+            ip,
+            key_hash: flow_key(ip).hash(),
+        };
+        let chosen = self.choose_flow(now_ms, at, proxied, 0)?;
         self.admit(chosen).map(|()| chosen.slot)
     }
 
@@ -385,12 +409,16 @@ impl Worker {
     fn choose_flow(
         &mut self,
         now_ms: u64,
-        in_port: usize,
-        frame: &[u8],
-        ip: &Ipv4,
+        at: Arrival<'_>,
         proxied: Option<Proxy>,
         in_flight: usize,
     ) -> Result<Chosen, DropReason> {
+        let Arrival {
+            in_port,
+            frame,
+            ip,
+            key_hash,
+        } = at;
         let vs = self
             .tables
             .vserver_for(ip.dst, ip.proto, ip.dst_port)
@@ -520,10 +548,18 @@ impl Worker {
             active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
-            ts_shift: tsval.map(|tsval| ts_base(now_ms).wrapping_sub(tsval)),
+            ts_shift: tsval.map_or(0, |tsval| ts_base(now_ms).wrapping_sub(tsval)),
+            nat_delta: wire::NatDelta::new(
+                [(ip.src, ip.src_port), (ip.dst, ip.dst_port)],
+                [(snip, nat_port), service_addr],
+            ),
             proxy: proxied.unwrap_or_default(),
         };
-        let hashes = flow.key_hashes();
+        let hashes = KeyHashes {
+            client: key_hash,
+            server: flow.server_key().hash(),
+        };
+        debug_assert_eq!(hashes, flow.key_hashes());
         let slot = self.flows.place(flow).map_err(|_| {
             self.snat.release(pool, nat_port, now_ms);
             DropReason::FlowTableFull
@@ -620,9 +656,10 @@ impl Worker {
                         }
                     }
                 }
-                wire::rewrite(frame, ip, flow.snip, flow.service_addr, sum);
-                if let Some(shift) = flow.ts_shift {
-                    wire::shift_timestamp(frame, ip, wire::Timestamp::Value, shift);
+                let delta = flow.nat_delta;
+                wire::rewrite_flow(frame, ip, flow.snip, flow.service_addr, delta, sum);
+                if flow.ts_shift != 0 {
+                    wire::shift_timestamp(frame, ip, wire::Timestamp::Value, flow.ts_shift);
                 }
                 if let Proxy::Shifted {
                     toward_client,
@@ -635,9 +672,10 @@ impl Worker {
                 (flow.resolved_hop.port, flow.resolved_hop.mac)
             }
             Side::Server => {
-                wire::rewrite(frame, ip, flow.vip, flow.client, sum);
-                if let Some(shift) = flow.ts_shift {
-                    wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, shift);
+                let delta = flow.nat_delta.reversed();
+                wire::rewrite_flow(frame, ip, flow.vip, flow.client, delta, sum);
+                if flow.ts_shift != 0 {
+                    wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, flow.ts_shift);
                 }
                 if let Proxy::Shifted {
                     toward_client,
