@@ -575,7 +575,7 @@ impl FlowTable {
 
     /// Follows a flow's TCP progress (see [`TcpProgress::update`]), keeping the embryonic
     /// count and the give-way queues, and returns the flow.
-    #[inline]
+    #[inline(always)]
     pub fn progress(&mut self, slot: u32, side: Side, flags: TcpFlags) -> Option<&mut Flow> {
         let flow = self.slots.get_mut(slot as usize)?.0.as_mut()?;
         let (embryonic, closed) = (flow.is_embryonic(), flow.tcp.is_closed());

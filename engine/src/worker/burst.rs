@@ -718,6 +718,7 @@ impl Worker {
     /// A client's SYN on the 4-tuple of a flow that is over (closed, or flushed): a new
     /// connection reusing the port, balanced afresh rather than reset or sent to the old
     /// service.
+    #[inline]
     fn reopens(&self, now_ms: u64, ip: &Ipv4, slot: u32, side: Side) -> bool {
         side == Side::Client
             && ip.tcp.syn
