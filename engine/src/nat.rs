@@ -274,14 +274,21 @@ mod tests {
         assert_eq!(s.allocate(snip), None);
     }
 
-    #[test]
-    fn a_port_a_service_may_hold_in_time_wait_is_passed_over_and_counted() {
+    /// A worker's ports of one SNIP, every one taken (in the order they were given).
+    fn every_port_taken() -> (Snat, Ipv4Addr, Vec<u16>) {
         let snip = Ipv4Addr::new(198, 18, 0, 2);
         let mut s = Snat::new(0, 1);
         s.add_snip(snip);
-        let n = s.available(snip);
+        let ports: Vec<u16> = (0..s.available(snip))
+            .map(|_| s.allocate(snip).unwrap())
+            .collect();
+        (s, snip, ports)
+    }
+
+    #[test]
+    fn a_port_a_service_may_hold_in_time_wait_is_passed_over_and_counted() {
+        let (mut s, snip, ports) = every_port_taken();
         // Every port once toward service 7, ended at 1 s; then port A toward service 8.
-        let ports: Vec<u16> = (0..n).map(|_| s.allocate(snip).unwrap()).collect();
         for &p in &ports {
             s.release_after(snip, p, 7, 1_000);
         }
@@ -310,13 +317,10 @@ mod tests {
 
     #[test]
     fn a_port_given_back_unused_counts_as_held_by_every_service() {
-        let snip = Ipv4Addr::new(198, 18, 0, 2);
-        let mut s = Snat::new(0, 1);
-        s.add_snip(snip);
-        let n = s.available(snip);
-        // Every port taken; the first given back unused at 5 s (its flow was refused), the
-        // others after connections toward service 7 that ended at 1 s.
-        let ports: Vec<u16> = (0..n).map(|_| s.allocate(snip).unwrap()).collect();
+        let (mut s, snip, ports) = every_port_taken();
+        let n = ports.len();
+        // The first given back unused at 5 s (its flow was refused), the others after
+        // connections toward service 7 that ended at 1 s.
         s.release(snip, ports[0], 5_000);
         for &p in &ports[1..] {
             s.release_after(snip, p, 7, 1_000);
