@@ -190,26 +190,12 @@ impl NatDelta {
     }
 }
 
-/// Full NAT rewrite: new source and destination address and port, TTL decremented; the IP
-/// checksum adjusted incrementally, and the transport checksum too when `state` says it was
-/// complete; a partial one is completed.
-///
-/// The old values are the parsed ones (`p` was read from this frame), and the headers are
-/// taken as fixed-size arrays once, so no field access checks a bound again.
-pub fn rewrite(
-    frame: &mut [u8],
-    p: &Ipv4,
-    src: (Ipv4Addr, u16),
-    dst: (Ipv4Addr, u16),
-    state: TransportChecksum,
-) {
-    let delta = NatDelta::new([(p.src, p.src_port), (p.dst, p.dst_port)], [src, dst]);
-    rewrite_flow(frame, p, src, dst, delta, state);
-}
-
-/// [`rewrite`] of a frame of a flow whose change is `delta`: `p`'s addresses and ports are
-/// the ones `delta` was made from (the flow's key matched them). This runs for every
-/// forwarded frame.
+/// Full NAT rewrite of a frame of a flow whose checksum change is `delta`: new source and
+/// destination address and port, TTL decremented; the IP checksum adjusted incrementally,
+/// and the transport checksum too when `state` says it was complete; a partial one is
+/// completed. `p`'s addresses and ports are the ones `delta` was made from (the flow's key
+/// matched them). The headers are taken as fixed-size arrays once, so no field access checks
+/// a bound again: this runs for every forwarded frame.
 #[inline]
 pub fn rewrite_flow(
     frame: &mut [u8],
