@@ -16,11 +16,10 @@ use std::sync::Arc;
 use ctl::conf::{Config, IpType, LbMethod, Transport};
 use ctl::value::Port;
 
-use crate::addr_index::AddrIndex;
+use crate::addr_index::{AddrIndex, KeyIndex};
 use crate::flow::Timeouts;
 use crate::lb::spill::{Fallback, FallbackState, Spill, SpillAction};
 use crate::lb::{HashKey, Member, Method, Pool, ServiceId, member_seed};
-use crate::neigh::AddrHashing;
 use crate::persist::PersistTable;
 use crate::wire::Proto;
 
@@ -229,9 +228,15 @@ pub struct Tables {
     /// `-sessionsThreshold` reached: no new persistence session (shared by every
     /// generation; see the control plane's `watch`).
     pub sessions_full: Arc<std::sync::atomic::AtomicBool>,
-    /// Per new flow; keyed by configured addresses only, so a fast hash will do.
-    exact: HashMap<(u32, u8, u16), u32, AddrHashing>,
-    any_port: HashMap<(u32, u8), u32, AddrHashing>,
+    /// The vserver of a new flow: by address, protocol and port ([`listen_key`]), and for
+    /// vservers on every port by address and protocol (the port left 0).
+    exact: KeyIndex,
+    any_port: KeyIndex,
+}
+
+/// Where a vserver listens, as one key: address, protocol number and port.
+fn listen_key(addr: Ipv4Addr, proto: Proto, port: u16) -> u64 {
+    u64::from(u32::from(addr)) << 24 | u64::from(proto.number()) << 16 | u64::from(port)
 }
 
 fn contains(net: Ipv4Addr, mask: u32, ip: Ipv4Addr) -> bool {
@@ -346,8 +351,9 @@ impl Tables {
 
         let use_port = config.lb_parameter.use_port_for_hash_lb.is_yes();
         let mut vservers = Vec::new();
-        let mut exact = HashMap::default();
-        let mut any_port = HashMap::default();
+        // Later vservers on the same address and port replace earlier ones.
+        let mut exact = HashMap::new();
+        let mut any_port = HashMap::new();
         for v in config.vservers.values() {
             // A vserver without an address serves only as a backup: in the tables, not in
             // the address maps.
@@ -394,10 +400,10 @@ impl Tables {
             {
                 match port {
                     Some(p) => {
-                        exact.insert((u32::from(vip), proto.number(), p), index);
+                        exact.insert(listen_key(vip, *proto, p), index as usize);
                     }
                     None => {
-                        any_port.insert((u32::from(vip), proto.number()), index);
+                        any_port.insert(listen_key(vip, *proto, 0), index as usize);
                     }
                 }
             }
@@ -476,19 +482,19 @@ impl Tables {
                 ctl::conf::model::SynCookie::Disabled => SynCookies::Off,
             },
             sessions_full: Arc::default(),
-            exact,
-            any_port,
+            exact: KeyIndex::new(exact),
+            any_port: KeyIndex::new(any_port),
         }
     }
 
     /// The vserver listening on `dst`, protocol and port.
     #[inline]
     pub fn vserver_for(&self, dst: Ipv4Addr, proto: Proto, port: u16) -> Option<u32> {
-        let ip = u32::from(dst);
-        self.exact
-            .get(&(ip, proto.number(), port))
-            .or_else(|| self.any_port.get(&(ip, proto.number())))
-            .copied()
+        let at = self
+            .exact
+            .get(listen_key(dst, proto, port))
+            .or_else(|| self.any_port.get(listen_key(dst, proto, 0)))?;
+        u32::try_from(at).ok()
     }
 
     /// Whether `ip` is a USIP service's address (the frame is its reply to a client).
