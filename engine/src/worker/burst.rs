@@ -124,6 +124,17 @@ impl Worker {
             mut ips,
             mut hashes,
         } = self.scratch.take().unwrap_or_else(Scratch::new);
+        // 0. Every frame's headers start loading before the first is parsed (a NIC writes
+        // frames to memory, not to this core's cache).
+        for frame in frames[..n].iter_mut() {
+            let bytes = frame.bytes();
+            if let Some(first) = bytes.first() {
+                crate::flow::prefetch(first);
+            }
+            if let Some(second) = bytes.get(64) {
+                crate::flow::prefetch(second);
+            }
+        }
         // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
         // the checksum, once).
         for i in 0..n {
