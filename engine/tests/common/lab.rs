@@ -163,6 +163,15 @@ impl Lab {
     /// CPU time the running fulcrumd has used (user + system, all threads), in USER_HZ ticks
     /// (1/100 s on Linux), from /proc.
     pub fn daemon_cpu_ticks(&self) -> u64 {
+        let (user, system) = self.daemon_user_and_system_ticks();
+        user + system
+    }
+
+    /// fulcrumd's user and system CPU time apart, in USER_HZ ticks. On veth its system time
+    /// also holds the kernel work of the namespaces it sends to (without IRQ time accounting
+    /// the peers' softirq runs on, and is charged to, the sender), so only its user time is
+    /// the engine's own code.
+    pub fn daemon_user_and_system_ticks(&self) -> (u64, u64) {
         let pid = self.daemon_pid().expect("fulcrumd runs");
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
         // Fields after the command name (which is in parentheses): utime is the 12th, stime
@@ -173,7 +182,7 @@ impl Lab {
             .skip(1)
             .map(|f| f.parse().unwrap_or(0))
             .collect();
-        fields[10] + fields[11]
+        (fields[10], fields[11])
     }
 
     /// This lab's control socket.
@@ -306,6 +315,30 @@ impl Lab {
         );
         let out = self.client(&["bash", "-c", &script]);
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A counter of the client namespace's TCP stack (`/proc/net/netstat` or
+    /// `/proc/net/snmp`, as `nstat` names it: `TcpExtTCPSynRetrans`, `TcpRetransSegs`).
+    pub fn client_tcp_counter(&self, name: &str) -> u64 {
+        let out = self.client(&["cat", "/proc/net/netstat", "/proc/net/snmp"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        // Each group is a line of names and a line of values, both led by the group's name.
+        for pair in lines.windows(2) {
+            let (Some((group, names)), Some((_, values))) =
+                (pair[0].split_once(": "), pair[1].split_once(": "))
+            else {
+                continue;
+            };
+            let found = names
+                .split_whitespace()
+                .zip(values.split_whitespace())
+                .find(|(field, _)| format!("{group}{field}") == name);
+            if let Some((_, value)) = found {
+                return value.parse().unwrap_or(0);
+            }
+        }
+        panic!("no {name} in the client's /proc/net/netstat or /proc/net/snmp")
     }
 
     /// Starts a command in the client namespace in the background.
