@@ -79,7 +79,11 @@ impl Steering {
     }
 }
 
-/// The 5-tuple of a client's frame, mixed: the same for every frame of a flow.
+/// The 5-tuple of a client's frame, mixed: the same for every frame of a flow. It must not be
+/// the flow index's hash ([`crate::flow::FlowKey::hash`]): the owner is this modulo the
+/// workers, so with the same hash every key a worker owns would start in 1/K of its index's
+/// buckets (all even ones, with two workers). The index hashes with folded multiplies since
+/// 5fc656a; this keeps splitmix64.
 #[inline]
 pub fn client_hash(ip: &Ipv4) -> u64 {
     let addrs = (u64::from(u32::from(ip.src)) << 32) | u64::from(u32::from(ip.dst));
