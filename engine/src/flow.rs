@@ -73,18 +73,25 @@ pub enum Side {
 }
 
 /// TCP progress, enough for idle timeouts (NetScaler-like zombie cleanup, not a full stack).
+/// The events are bits of one byte: every frame updates them and asks whether the flow is
+/// embryonic or closed, a mask each instead of a load per event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpProgress {
-    pub server_answered: bool,
-    /// The client acknowledged the service's answer: the three-way handshake is complete.
-    /// (A spoofed SYN's service answers too, but nobody acknowledges it.)
-    pub client_acked: bool,
-    pub client_fin: bool,
-    pub server_fin: bool,
-    pub reset: bool,
+    seen: u8,
     /// Timing the first response; see [`TcpProgress::response`].
     pub timing: Timing,
 }
+
+/// The service answered (a SYN+ACK, or anything else it sent).
+const SERVER_ANSWERED: u8 = 1;
+/// The client acknowledged the service's answer: the three-way handshake is complete. (A
+/// spoofed SYN's service answers too, but nobody acknowledges it.) Set only after
+/// `SERVER_ANSWERED`, so on its own it means established.
+const CLIENT_ACKED: u8 = 1 << 1;
+const CLIENT_FIN: u8 = 1 << 2;
+const SERVER_FIN: u8 = 1 << 3;
+/// A reset, or both FINs: the connection is over.
+const CLOSED: u8 = 1 << 4;
 
 /// Where a connection's response timing stands. Compact: flows are many.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -100,18 +107,20 @@ pub enum Timing {
 }
 
 impl TcpProgress {
+    #[inline]
     pub fn update(&mut self, side: Side, flags: TcpFlags) {
-        match side {
-            Side::Client => {
-                self.client_fin |= flags.fin;
-                self.client_acked |= self.server_answered && flags.ack;
-            }
-            Side::Server => {
-                self.server_answered = true;
-                self.server_fin |= flags.fin;
-            }
-        }
-        self.reset |= flags.rst;
+        let fin = u8::from(flags.fin);
+        let seen = self.seen
+            | match side {
+                // The ACK counts once the service has answered.
+                Side::Client => {
+                    (u8::from(flags.ack & (self.seen & SERVER_ANSWERED != 0)) * CLIENT_ACKED)
+                        | (fin * CLIENT_FIN)
+                }
+                Side::Server => SERVER_ANSWERED | (fin * SERVER_FIN),
+            };
+        let both_fins = seen & (CLIENT_FIN | SERVER_FIN) == CLIENT_FIN | SERVER_FIN;
+        self.seen = seen | (u8::from(flags.rst | both_fins) * CLOSED);
     }
 
     /// The response time of the connection's first request, once: from the client's first
@@ -138,13 +147,33 @@ impl TcpProgress {
         }
     }
 
+    #[inline]
     pub fn is_closed(&self) -> bool {
-        self.reset || (self.client_fin && self.server_fin)
+        self.seen & CLOSED != 0
     }
 
     /// The service answered and the client acknowledged it.
+    #[inline]
     pub fn is_established(&self) -> bool {
-        self.server_answered && self.client_acked
+        self.seen & CLIENT_ACKED != 0
+    }
+
+    /// Neither established nor closed: a handshake under way.
+    #[inline]
+    pub fn is_opening(&self) -> bool {
+        self.seen & (CLIENT_ACKED | CLOSED) == 0
+    }
+
+    /// The service has answered.
+    #[inline]
+    pub fn server_answered(&self) -> bool {
+        self.seen & SERVER_ANSWERED != 0
+    }
+
+    /// One side has sent a FIN.
+    #[inline]
+    pub fn half_closed(&self) -> bool {
+        self.seen & (CLIENT_FIN | SERVER_FIN) != 0
     }
 }
 
@@ -284,7 +313,7 @@ impl Flow {
         let ms = |s: u32| u64::from(s) * 1000;
         let idle = match self.proto {
             Proto::Tcp if self.tcp.is_closed() => ms(t.closed_s),
-            Proto::Tcp if self.tcp.client_fin || self.tcp.server_fin => ms(t.half_closed_s),
+            Proto::Tcp if self.tcp.half_closed() => ms(t.half_closed_s),
             Proto::Tcp if !self.tcp.is_established() => {
                 let embryonic = ms(t.embryonic_s);
                 embryonic_ms.map_or(embryonic, |cap| cap.min(embryonic))
@@ -297,7 +326,7 @@ impl Flow {
     /// A TCP flow whose three-way handshake is not complete and was not ended: a handshake
     /// reset (or closed) waits for nothing and no longer counts against the embryonic budget.
     pub fn is_embryonic(&self) -> bool {
-        self.proto == Proto::Tcp && !self.tcp.is_established() && !self.tcp.is_closed()
+        self.proto == Proto::Tcp && self.tcp.is_opening()
     }
 
     /// May give way to a new flow in a full table: a TCP connection that is over, a SYN
@@ -307,9 +336,9 @@ impl Flow {
     pub fn gives_way(&self) -> bool {
         match self.proto {
             Proto::Tcp => {
-                self.tcp.is_closed() || (!self.tcp.server_answered && self.proxy == Proxy::Off)
+                self.tcp.is_closed() || (!self.tcp.server_answered() && self.proxy == Proxy::Off)
             }
-            _ => !self.tcp.server_answered,
+            _ => !self.tcp.server_answered(),
         }
     }
 }
@@ -842,6 +871,55 @@ impl FlowTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TCP progress as five flags of its own: what the packed bits must answer alike.
+    #[derive(Default)]
+    struct ProgressModel {
+        server_answered: bool,
+        client_acked: bool,
+        client_fin: bool,
+        server_fin: bool,
+        reset: bool,
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn packed_progress_answers_as_separate_flags(
+            segments in proptest::collection::vec((proptest::bool::ANY, 0u8..16), 0..12),
+        ) {
+            let (mut packed, mut model) = (TcpProgress::default(), ProgressModel::default());
+            for (from_server, bits) in segments {
+                let flags = TcpFlags {
+                    syn: false,
+                    ack: bits & 1 != 0,
+                    fin: bits & 2 != 0,
+                    rst: bits & 4 != 0,
+                    data: bits & 8 != 0,
+                };
+                if from_server {
+                    packed.update(Side::Server, flags);
+                    model.server_answered = true;
+                    model.server_fin |= flags.fin;
+                } else {
+                    packed.update(Side::Client, flags);
+                    model.client_fin |= flags.fin;
+                    model.client_acked |= model.server_answered && flags.ack;
+                }
+                model.reset |= flags.rst;
+                let m = &model;
+                proptest::prop_assert_eq!(
+                    packed.is_closed(),
+                    m.reset || (m.client_fin && m.server_fin)
+                );
+                proptest::prop_assert_eq!(
+                    packed.is_established(),
+                    m.server_answered && m.client_acked
+                );
+                proptest::prop_assert_eq!(packed.server_answered(), m.server_answered);
+                proptest::prop_assert_eq!(packed.half_closed(), m.client_fin || m.server_fin);
+            }
+        }
+    }
 
     /// The mean and the longest probe when `keys` enter a linear-probing index twice their
     /// number (half full, as the flow index is at most) by the low bits of their hash.

@@ -85,30 +85,30 @@ fn ip_view(frame: &mut [u8]) -> Option<Ipv4Packet<&mut [u8]>> {
     Ipv4Packet::new_checked(frame.get_mut(ETH_LEN..)?).ok()
 }
 
-/// The sum of the pseudo-header and the segment of a TCP or UDP packet.
-fn transport_sums<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> (u64, u64) {
-    let segment = ip.payload();
-    let pseudo = checksum::pseudo_header(
-        ip.src_addr(),
-        ip.dst_addr(),
-        ip.protocol(),
-        segment.len() as u16,
-    );
+/// The bytes of a parsed packet's segment (transport header and payload) in its frame, as
+/// [`parse`](super::parse) bounded them.
+#[inline]
+fn segment_range(frame: &[u8], p: &Ipv4) -> Option<std::ops::Range<usize>> {
+    (p.l4 <= p.len && p.len <= frame.len()).then_some(p.l4..p.len)
+}
+
+/// The sum of the pseudo-header of a `proto` segment from `src` to `dst`, and of `segment`.
+#[inline]
+fn transport_sums(src: Ipv4Addr, dst: Ipv4Addr, proto: Proto, segment: &[u8]) -> (u64, u64) {
+    let pseudo = checksum::pseudo_header(src, dst, proto.number(), segment.len() as u16);
     (pseudo, checksum::sum(segment))
 }
 
-/// Checks the transport checksum of a parsed frame (the cost is one pass over the segment).
+/// Checks the transport checksum of a parsed frame (the cost is one pass over the segment):
+/// from the parse's own bounds and addresses, not a second reading of the headers.
 pub fn transport_checksum(frame: &[u8], p: &Ipv4) -> TransportChecksum {
-    let Some(ip) = frame
-        .get(ETH_LEN..)
-        .and_then(|b| Ipv4Packet::new_checked(b).ok())
-    else {
+    let Some(segment) = segment_range(frame, p).map(|r| &frame[r]) else {
         return TransportChecksum::Bad;
     };
     let field = match p.proto {
         Proto::Icmp => return TransportChecksum::Valid,
-        Proto::Tcp => TcpPacket::new_checked(ip.payload()).map(|t| t.checksum()),
-        Proto::Udp => UdpPacket::new_checked(ip.payload()).map(|u| u.checksum()),
+        Proto::Tcp => TcpPacket::new_checked(segment).map(|t| t.checksum()),
+        Proto::Udp => UdpPacket::new_checked(segment).map(|u| u.checksum()),
     };
     let Ok(field) = field else {
         return TransportChecksum::Bad;
@@ -116,8 +116,8 @@ pub fn transport_checksum(frame: &[u8], p: &Ipv4) -> TransportChecksum {
     if p.proto == Proto::Udp && field == 0 {
         return TransportChecksum::Absent;
     }
-    let (pseudo, segment) = transport_sums(&ip);
-    if checksum::fold(pseudo + segment) == 0xffff {
+    let (pseudo, sum) = transport_sums(p.src, p.dst, p.proto, segment);
+    if checksum::fold(pseudo + sum) == 0xffff {
         TransportChecksum::Valid
     } else if checksum::same(field, checksum::fold(pseudo)) {
         TransportChecksum::Partial
@@ -128,26 +128,38 @@ pub fn transport_checksum(frame: &[u8], p: &Ipv4) -> TransportChecksum {
 
 /// Computes a TCP or UDP checksum afresh (for partial checksums, after the rewrite).
 pub fn complete_checksum(frame: &mut [u8], p: &Ipv4) {
-    let Some(mut ip) = ip_view(frame) else { return };
+    let Some(range) = segment_range(frame, p) else {
+        return;
+    };
+    // The addresses the frame has now: a rewrite changed them since the parse.
+    let Some(header) = frame
+        .get(ETH_LEN..)
+        .and_then(|b| b.first_chunk::<MIN_HEADER_LEN>())
+    else {
+        return;
+    };
+    let ip = Ipv4Packet::new_unchecked(header);
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let segment = &mut frame[range];
     let cleared = match p.proto {
-        Proto::Tcp => TcpPacket::new_checked(ip.payload_mut()).map(|mut t| t.set_checksum(0)),
-        Proto::Udp => UdpPacket::new_checked(ip.payload_mut()).map(|mut u| u.clear_checksum()),
+        Proto::Tcp => TcpPacket::new_checked(&mut *segment).map(|mut t| t.set_checksum(0)),
+        Proto::Udp => UdpPacket::new_checked(&mut *segment).map(|mut u| u.clear_checksum()),
         Proto::Icmp => return,
     };
     if cleared.is_err() {
         return;
     }
-    let (pseudo, segment) = transport_sums(&ip);
-    let sum = !checksum::fold(pseudo + segment);
+    let (pseudo, sum) = transport_sums(src, dst, p.proto, segment);
+    let sum = !checksum::fold(pseudo + sum);
     // The views were checked just above: these succeed.
     match p.proto {
         Proto::Tcp => {
-            if let Ok(mut t) = TcpPacket::new_checked(ip.payload_mut()) {
+            if let Ok(mut t) = TcpPacket::new_checked(segment) {
                 t.set_checksum(sum);
             }
         }
         Proto::Udp => {
-            if let Ok(mut u) = UdpPacket::new_checked(ip.payload_mut()) {
+            if let Ok(mut u) = UdpPacket::new_checked(segment) {
                 u.set_checksum(sum);
             }
         }

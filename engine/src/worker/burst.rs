@@ -220,7 +220,7 @@ impl Worker {
                 let ip = &ips[i];
                 let key = flow_key(ip);
                 // A flow in flight may be this frame's (a SYN sent twice): all enter first.
-                if in_flight.holds(hashes[i], &hashes[..n]) {
+                if in_flight.holds(hashes[i]) {
                     while let Some(placed) = in_flight.oldest() {
                         stage[placed.frame] = self.admitted(placed, verdicts);
                     }

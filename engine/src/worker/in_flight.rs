@@ -62,13 +62,14 @@ impl InFlight {
         oldest
     }
 
-    /// Whether a flow in flight was placed for a frame whose key hashes to `hash`.
+    /// Whether a flow in flight was placed for a frame whose key hashes to `hash` (its
+    /// client key's). A place not in flight is empty, so all are looked at, without the ring's
+    /// arithmetic.
     #[inline]
-    pub(super) fn holds(&self, hash: u64, hashes: &[u64]) -> bool {
-        (0..self.len).any(|k| {
-            self.placed[(self.first + k) % IN_FLIGHT]
-                .is_some_and(|p| hashes.get(p.frame) == Some(&hash))
-        })
+    pub(super) fn holds(&self, hash: u64) -> bool {
+        self.placed
+            .iter()
+            .any(|p| p.is_some_and(|p| p.chosen.hashes.client == hash))
     }
 }
 
@@ -81,7 +82,10 @@ mod tests {
             frame,
             chosen: Chosen {
                 slot: frame as u32,
-                hashes: KeyHashes::default(),
+                hashes: KeyHashes {
+                    client: 10 + frame as u64,
+                    server: 0,
+                },
             },
         }
     }
@@ -104,14 +108,16 @@ mod tests {
 
     #[test]
     fn holds_looks_at_the_flows_waiting_only() {
-        let hashes = [10u64, 11, 12, 13, 14, 15];
         let mut f = InFlight::default();
-        for frame in 0..hashes.len() {
+        for frame in 0..6 {
             f.push(placed(frame));
         }
-        // Frames 0 and 1 entered when 4 and 5 came.
-        assert!(!f.holds(10, &hashes) && !f.holds(11, &hashes));
-        assert!((12..16).all(|h| f.holds(h, &hashes)));
-        assert!(!f.holds(99, &hashes));
+        // Frames 0 and 1 (hashes 10 and 11) entered when 4 and 5 came.
+        assert!(!f.holds(10) && !f.holds(11));
+        assert!((12..16).all(|h| f.holds(h)));
+        assert!(!f.holds(99));
+        // Taken out, a flow is no longer in flight.
+        f.oldest();
+        assert!(!f.holds(12) && f.holds(13));
     }
 }
