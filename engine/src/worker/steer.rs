@@ -83,7 +83,7 @@ impl Steering {
 /// the flow index's hash ([`crate::flow::FlowKey::hash`]): the owner is this modulo the
 /// workers, so with the same hash every key a worker owns would start in 1/K of its index's
 /// buckets (all even ones, with two workers). The index hashes with folded multiplies since
-/// 5fc656a; this keeps splitmix64.
+/// 5fc656a; this keeps splitmix64 (the tests below check the two stay independent).
 #[inline]
 pub fn client_hash(ip: &Ipv4) -> u64 {
     let addrs = (u64::from(u32::from(ip.src)) << 32) | u64::from(u32::from(ip.dst));
@@ -91,4 +91,49 @@ pub fn client_hash(ip: &Ipv4) -> u64 {
         | (u64::from(ip.dst_port) << 8)
         | u64::from(ip.proto.number());
     crate::lb::mix64(addrs ^ crate::lb::mix64(ports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::FlowKey;
+    use crate::wire::Proto;
+
+    fn client_frame(src: Ipv4Addr, src_port: u16) -> Ipv4 {
+        Ipv4 {
+            src,
+            dst: Ipv4Addr::new(198, 18, 0, 100),
+            src_port,
+            dst_port: 80,
+            ..Ipv4::default()
+        }
+    }
+
+    /// The keys one worker owns start all over its flow index, not in a fraction of it: the
+    /// owner's hash and the index's are independent. Were they the same hash, the keys of
+    /// worker `w` of `k` would all start in buckets `w` modulo `k`.
+    #[test]
+    fn a_workers_keys_start_in_every_part_of_its_index() {
+        // A grid as real clients make: 256 addresses, 64 ports each.
+        let frames: Vec<Ipv4> = (0..=255u8)
+            .flat_map(|host| {
+                (0..64u16).map(move |p| client_frame(Ipv4Addr::new(198, 19, 7, host), 30_000 + p))
+            })
+            .collect();
+        for workers in [2u64, 3, 4, 8] {
+            let mut starts = vec![vec![0usize; workers as usize]; workers as usize];
+            for ip in &frames {
+                let owner = (client_hash(ip) % workers) as usize;
+                let key = FlowKey::new(ip.src, ip.src_port, ip.dst, ip.dst_port, Proto::Tcp);
+                starts[owner][(key.hash() % workers) as usize] += 1;
+            }
+            let fair = frames.len() / (workers * workers) as usize;
+            for (owner, parts) in starts.iter().enumerate() {
+                assert!(
+                    parts.iter().all(|&n| n > fair * 3 / 4),
+                    "{workers} workers: worker {owner}'s keys start {parts:?} (fair {fair})"
+                );
+            }
+        }
+    }
 }
