@@ -11,7 +11,8 @@ set -euo pipefail
 #         openssl (the backends' HTTPS certificates),
 #         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh), netsniff-ng (trafgen, the
-#         frame generator of scripts/floor-bench.sh)
+#         frame generator of scripts/floor-bench.sh), valgrind (callgrind: the instruction
+#         counts of scripts/instructions.sh)
 #  NITRO clients: python3-venv (the venv below)
 #  dashboard: chromium and chromium-driver (the NITRO dashboard's test in a real headless
 #         browser, driven over WebDriver by engine/tests/scripts/dashboard.py)
@@ -20,7 +21,7 @@ set -euo pipefail
 #         user and group)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang man-db lintian systemd adduser
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng python3
+          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng valgrind python3
           python3-venv chromium chromium-driver)
 
 missing=()

@@ -7,94 +7,14 @@
 //!
 //! `cargo bench -p fulcrum-benches --bench datapath`
 
-use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use engine::tables::{ServiceIds, Tables};
 use engine::verdict::Verdict;
-use engine::worker::{Crew, Lanes, MemPort, MonitorRings, Runner, Worker};
-use etherparse::PacketBuilder;
+use engine::worker::{Lanes, MemPort, MonitorRings, Runner};
+use fulcrum_benches::{CONFIG, Segment, client_segment, config, worker, workers_for};
 
 const BURST: usize = 64;
-const LB_MAC: [u8; 6] = [2, 0xf1, 0, 0, 0, 1];
-const CLIENT_MAC: [u8; 6] = [2, 0xc1, 0, 0, 0, 1];
-const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
-add service s1 198.18.0.11 TCP 80
-add service s2 198.18.0.12 TCP 80
-add service s3 198.18.0.13 TCP 80
-add lb vserver web TCP 198.18.0.100 80 -lbMethod LEASTCONNECTION
-bind lb vserver web s1
-bind lb vserver web s2
-bind lb vserver web s3
-";
-
-fn worker(flows: usize) -> Worker {
-    workers(flows, 1).remove(0)
-}
-
-/// `n` workers sharing counters, health and neighbours, the backends' MACs learned.
-fn workers(flows: usize, n: usize) -> Vec<Worker> {
-    workers_for(CONFIG, 3, flows, n)
-}
-
-/// The vserver `web` balancing over `services` services s1… (198.18.0.11…) by `method`.
-fn config(services: u8, method: &str) -> String {
-    let mut c = String::from("add ns ip 198.18.0.2 255.255.255.0 -type SNIP\n");
-    c += &format!("add lb vserver web TCP 198.18.0.100 80 -lbMethod {method}\n");
-    for i in 1..=services {
-        c += &format!("add service s{i} 198.18.0.{} TCP 80\n", 10 + i);
-        c += &format!("bind lb vserver web s{i}\n");
-    }
-    c
-}
-
-/// Workers for `config`, whose services are at 198.18.0.11 to 198.18.0.(10 + `services`).
-fn workers_for(config: &str, services: u8, flows: usize, n: usize) -> Vec<Worker> {
-    let (cfg, errors) = ctl::conf::replay_text(config);
-    assert!(errors.is_empty(), "{errors:?}");
-    let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let mut all = Crew::new(n, &[LB_MAC], flows, 64, &tables).workers;
-    let w = &mut all[0];
-    for i in 1..=services {
-        let mut arp = vec![0u8; 42];
-        arp[0..6].copy_from_slice(&LB_MAC);
-        arp[6..12].copy_from_slice(&[2, 0xbe, 0, 0, 0, i]);
-        arp[12..22].copy_from_slice(&[8, 6, 0, 1, 8, 0, 6, 4, 0, 2]);
-        arp[22..28].copy_from_slice(&[2, 0xbe, 0, 0, 0, i]);
-        arp[28..32].copy_from_slice(&[198, 18, 0, 10 + i]);
-        arp[38..42].copy_from_slice(&[198, 18, 0, 2]);
-        w.process(0, 0, &mut arp);
-    }
-    all
-}
-
-fn segment(src_port: u16, syn: bool, payload: &[u8]) -> Vec<u8> {
-    let b = PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
-        .ipv4(
-            Ipv4Addr::new(198, 18, 0, 50).octets(),
-            [198, 18, 0, 100],
-            64,
-        )
-        .tcp(src_port, 80, 1, 65535);
-    let b = if syn { b.syn() } else { b.ack(1) };
-    let mut v = Vec::new();
-    b.write(&mut v, payload).expect("frame builds");
-    v
-}
-
-/// The client's reset of the connection from `src_port`.
-fn reset_of(src_port: u16) -> Vec<u8> {
-    let mut v = Vec::new();
-    PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
-        .ipv4([198, 18, 0, 50], [198, 18, 0, 100], 64)
-        .tcp(src_port, 80, 2, 65535)
-        .rst()
-        .write(&mut v, b"")
-        .expect("frame builds");
-    v
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Checksums {
@@ -137,13 +57,13 @@ fn bench(c: &mut Criterion) {
         }
         for p in 0..BURST as u16 {
             assert!(matches!(
-                w.process(1, 0, &mut segment(20_000 + p, true, b"")),
+                w.process(1, 0, &mut client_segment(20_000 + p, Segment::Syn, b"")),
                 Verdict::Tx { .. }
             ));
         }
         let template: Vec<Vec<u8>> = (0..BURST as u16)
             .map(|p| {
-                let mut f = segment(20_000 + p, false, &vec![0x41; payload]);
+                let mut f = client_segment(20_000 + p, Segment::Ack, &vec![0x41; payload]);
                 if checksums == Checksums::Partial {
                     make_partial(&mut f);
                 }
@@ -169,7 +89,7 @@ fn bench(c: &mut Criterion) {
     // reaching worker 1 directly, in the same run. Both through the run loop and the
     // in-memory port.
     {
-        let mut pair = workers(1 << 16, 2);
+        let mut pair = workers_for(CONFIG, 3, 1 << 16, 2);
         let w1 = pair.pop().expect("two workers");
         let w0 = pair.pop().expect("two workers");
         let mut lanes = Lanes::mesh(2, 256).into_iter();
@@ -179,20 +99,22 @@ fn bench(c: &mut Criterion) {
             .with_lanes(lanes.next().expect("lanes"));
         let owned: Vec<u16> = (20_000..40_000u16)
             .filter(|&p| {
-                let f = segment(p, true, b"");
+                let f = client_segment(p, Segment::Syn, b"");
                 matches!(engine::wire::parse(&f), Ok(engine::wire::Packet::Ipv4(ip))
                     if engine::worker::steer::Steering::ranges(0, 2).owner(&ip, false) == 1)
             })
             .take(BURST)
             .collect();
         for &p in &owned {
-            r1.port_mut(0).expect("port").inject(segment(p, true, b""));
+            r1.port_mut(0)
+                .expect("port")
+                .inject(client_segment(p, Segment::Syn, b""));
         }
         r1.poll(1);
         r1.port_mut(0).expect("port").take_sent();
         let data: Vec<Vec<u8>> = owned
             .iter()
-            .map(|&p| segment(p, false, &[0x41; 64]))
+            .map(|&p| client_segment(p, Segment::Ack, &[0x41; 64]))
             .collect();
         g.bench_function("established-128B-at-its-owner-run-loop", |b| {
             b.iter(|| {
@@ -223,7 +145,7 @@ fn bench(c: &mut Criterion) {
         let flows = 50_000u16;
         for p in 0..flows {
             assert!(matches!(
-                w.process(1, 0, &mut segment(1024 + p, true, b"")),
+                w.process(1, 0, &mut client_segment(1024 + p, Segment::Syn, b"")),
                 Verdict::Tx { .. }
             ));
         }
@@ -235,9 +157,9 @@ fn bench(c: &mut Criterion) {
                         r = r
                             .wrapping_mul(6364136223846793005)
                             .wrapping_add(1442695040888963407);
-                        segment(
+                        client_segment(
                             1024 + ((r >> 33) % u64::from(flows)) as u16,
-                            false,
+                            Segment::Ack,
                             &[0x41; 74],
                         )
                     })
@@ -271,7 +193,7 @@ fn bench(c: &mut Criterion) {
         let mut w = worker(1 << 20);
         let mut now = 10u64;
         let mut client_port = 0u16;
-        let mut syns: Vec<Vec<u8>> = vec![segment(1024, true, b""); BURST];
+        let mut syns: Vec<Vec<u8>> = vec![client_segment(1024, Segment::Syn, b""); BURST];
         let mut resets: Vec<Vec<u8>> = syns.clone();
         g.bench_function("new-flow-syn-steady", |b| {
             b.iter_custom(|iters| {
@@ -280,8 +202,8 @@ fn bench(c: &mut Criterion) {
                     now += 25;
                     for (syn, reset) in syns.iter_mut().zip(resets.iter_mut()) {
                         client_port = (client_port + 1) % 60_000;
-                        *syn = segment(1024 + client_port, true, b"");
-                        *reset = reset_of(1024 + client_port);
+                        *syn = client_segment(1024 + client_port, Segment::Syn, b"");
+                        *reset = client_segment(1024 + client_port, Segment::Reset, b"");
                     }
                     let mut verdicts = [Verdict::Consumed; BURST];
                     let start = std::time::Instant::now();
@@ -334,13 +256,13 @@ fn bench(c: &mut Criterion) {
                     let frames: Vec<Vec<u8>> = (0..BURST)
                         .map(|_| {
                             port = port.wrapping_add(1);
-                            segment(1024 + port % 60_000, true, b"")
+                            client_segment(1024 + port % 60_000, Segment::Syn, b"")
                         })
                         .collect();
                     let mut w = workers_for(&config, services, 4096, 1).remove(0);
                     // Past the startup round robin (the method decides), clock at 3 ms.
                     for p in 0..200u16 {
-                        w.process(2, 0, &mut segment(60_000 + p, true, b""));
+                        w.process(2, 0, &mut client_segment(60_000 + p, Segment::Syn, b""));
                     }
                     (w, frames)
                 },

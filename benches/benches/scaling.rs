@@ -5,63 +5,16 @@
 //!
 //! `cargo bench -p fulcrum-benches --bench scaling -- [SECONDS] [K…]` (default: 3 s, K = 1 2)
 
-use std::net::Ipv4Addr;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use engine::tables::{ServiceIds, Tables};
 use engine::verdict::Verdict;
-use engine::worker::{BURST, Crew, Worker};
-use etherparse::PacketBuilder;
-
-const LB_MAC: [u8; 6] = [2, 0xf1, 0, 0, 0, 1];
-const CLIENT_MAC: [u8; 6] = [2, 0xc1, 0, 0, 0, 1];
-const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
-add service s1 198.18.0.11 TCP 80
-add service s2 198.18.0.12 TCP 80
-add service s3 198.18.0.13 TCP 80
-add lb vserver web TCP 198.18.0.100 80 -lbMethod LEASTCONNECTION
-bind lb vserver web s1
-bind lb vserver web s2
-bind lb vserver web s3
-";
-
-fn segment(src_port: u16, syn: bool) -> Vec<u8> {
-    let b = PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
-        .ipv4([198, 18, 0, 50], [198, 18, 0, 100], 64)
-        .tcp(src_port, 80, 1, 65535);
-    let b = if syn { b.syn() } else { b.ack(1) };
-    let mut v = Vec::new();
-    let payload: &[u8] = if syn { b"" } else { &[0x41; 74] };
-    b.write(&mut v, payload).expect("frame builds");
-    v
-}
-
-fn arp_reply(i: u8) -> Vec<u8> {
-    let mut arp = Vec::with_capacity(42);
-    arp.extend_from_slice(&LB_MAC);
-    arp.extend_from_slice(&[2, 0xbe, 0, 0, 0, i]);
-    arp.extend_from_slice(&[8, 6, 0, 1, 8, 0, 6, 4, 0, 2, 2, 0xbe, 0, 0, 0, i]);
-    arp.extend_from_slice(&Ipv4Addr::new(198, 18, 0, 10 + i).octets());
-    arp.extend_from_slice(&[0; 6]);
-    arp.extend_from_slice(&[198, 18, 0, 2]);
-    arp
-}
+use engine::worker::BURST;
+use fulcrum_benches::{CONFIG, Segment, client_segment, workers_for};
 
 /// Packets per second forwarded by `k` workers together for `secs`.
 fn run(k: usize, secs: f64) -> f64 {
-    let (cfg, _) = ctl::conf::replay_text(CONFIG);
-    let tables = Arc::new(Tables::build(&cfg, &mut ServiceIds::default(), 1));
-    let workers: Vec<Worker> = Crew::new(k, &[LB_MAC], 1 << 16, 16, &tables)
-        .workers
-        .into_iter()
-        .map(|mut w| {
-            for i in 1..=3 {
-                w.process(0, 0, &mut arp_reply(i));
-            }
-            w
-        })
-        .collect();
+    let workers = workers_for(CONFIG, 3, 1 << 16, k);
     let start = Barrier::new(k);
     let total: u64 = std::thread::scope(|scope| {
         let handles: Vec<_> = workers
@@ -72,10 +25,10 @@ fn run(k: usize, secs: f64) -> f64 {
                 scope.spawn(move || {
                     let base = 10_000 + (id as u16) * 1_000;
                     for p in 0..BURST as u16 {
-                        w.process(1, 0, &mut segment(base + p, true));
+                        w.process(1, 0, &mut client_segment(base + p, Segment::Syn, b""));
                     }
                     let template: Vec<Vec<u8>> = (0..BURST as u16)
-                        .map(|p| segment(base + p, false))
+                        .map(|p| client_segment(base + p, Segment::Ack, &[0x41; 74]))
                         .collect();
                     let mut burst = template.clone();
                     let mut verdicts = [Verdict::Consumed; BURST];

@@ -1,0 +1,91 @@
+//! Instructions per frame through the worker, counted by callgrind: a figure that does not move
+//! with the other guests of a VM, as nanoseconds do, so two builds compare exactly. Each mode
+//! runs the datapath bench's loop; only the bursts inside `measured_burst` are counted
+//! (`--toggle-collect`), and the frame count goes to stdout.
+//!
+//! `bash scripts/instructions.sh` (builds this, runs it under callgrind, divides).
+//!
+//! Modes: `new-flow` (SYNs of new connections in a running worker, then their resets and its
+//! housekeeping, uncounted), `established` (128-byte frames of open flows), each on a port
+//! whose checksums are verified (`verified`) or trusted (`trusted`). The vserver is the datapath
+//! bench's (three services by LEASTCONNECTION).
+
+use engine::verdict::Verdict;
+use engine::worker::Worker;
+use fulcrum_benches::{Segment, client_segment, worker};
+
+const BURST: usize = 64;
+
+/// The only frames callgrind counts.
+#[inline(never)]
+fn measured_burst(w: &mut Worker, now: u64, frames: &mut [Vec<u8>]) -> [Verdict; BURST] {
+    let mut verdicts = [Verdict::Consumed; BURST];
+    w.process_burst(now, 0, frames, &mut verdicts);
+    verdicts
+}
+
+/// SYN bursts of new connections in a running worker; returns the frames counted.
+fn new_flows(w: &mut Worker, bursts: u64) -> u64 {
+    let (mut now, mut client_port) = (10u64, 0u16);
+    for _ in 0..bursts {
+        now += 25;
+        let ports: Vec<u16> = (0..BURST)
+            .map(|_| {
+                client_port = (client_port + 1) % 60_000;
+                1024 + client_port
+            })
+            .collect();
+        let mut syns: Vec<Vec<u8>> = ports
+            .iter()
+            .map(|&p| client_segment(p, Segment::Syn, b""))
+            .collect();
+        let verdicts = measured_burst(w, now, &mut syns);
+        assert!(
+            verdicts.iter().all(|v| matches!(v, Verdict::Tx { .. })),
+            "every SYN opens a flow"
+        );
+        let mut resets: Vec<Vec<u8>> = ports
+            .iter()
+            .map(|&p| client_segment(p, Segment::Reset, b""))
+            .collect();
+        let mut verdicts = [Verdict::Consumed; BURST];
+        w.process_burst(now, 0, &mut resets, &mut verdicts);
+        for _ in 0..16 {
+            w.housekeeping(now);
+        }
+    }
+    bursts * BURST as u64
+}
+
+/// Bursts of 128-byte frames of 64 open flows; returns the frames counted.
+fn established(w: &mut Worker, bursts: u64) -> u64 {
+    for p in 0..BURST as u16 {
+        w.process(1, 0, &mut client_segment(20_000 + p, Segment::Syn, b""));
+    }
+    let template: Vec<Vec<u8>> = (0..BURST as u16)
+        .map(|p| client_segment(20_000 + p, Segment::Ack, &[0x41; 74]))
+        .collect();
+    for _ in 0..bursts {
+        let mut burst = template.clone();
+        let verdicts = measured_burst(w, 2, &mut burst);
+        assert!(verdicts.iter().all(|v| matches!(v, Verdict::Tx { .. })));
+    }
+    bursts * BURST as u64
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "new-flow".into());
+    let checksums = args.next().unwrap_or_else(|| "verified".into());
+    let bursts: u64 = args.next().and_then(|b| b.parse().ok()).unwrap_or(3000);
+    let mut w = worker(1 << 16);
+    if checksums == "trusted" {
+        w.trust_checksums(0);
+    }
+    let frames = match mode.as_str() {
+        "new-flow" => new_flows(&mut w, bursts),
+        "established" => established(&mut w, bursts),
+        other => panic!("mode {other}: new-flow or established"),
+    };
+    println!("{frames}");
+}
