@@ -74,18 +74,30 @@ fn established(w: &mut Worker, bursts: u64) -> u64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let mode = args.next().unwrap_or_else(|| "new-flow".into());
-    let checksums = args.next().unwrap_or_else(|| "verified".into());
-    let bursts: u64 = args.next().and_then(|b| b.parse().ok()).unwrap_or(3000);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
+    let (mode, checksums, bursts) = (arg(0, "new-flow"), arg(1, "verified"), arg(2, "3000"));
+    let usage = "usage: instructions [new-flow|established] [verified|trusted] [BURSTS]";
+    let Ok(bursts) = bursts.parse::<u64>() else {
+        eprintln!("ERROR: bursts must be a number, not {bursts:?}\n{usage}");
+        std::process::exit(2);
+    };
     let mut w = worker(1 << 16);
-    if checksums == "trusted" {
-        w.trust_checksums(0);
+    match checksums.as_str() {
+        "verified" => {}
+        "trusted" => w.trust_checksums(0),
+        other => {
+            eprintln!("ERROR: checksums are verified or trusted, not {other:?}\n{usage}");
+            std::process::exit(2);
+        }
     }
     let frames = match mode.as_str() {
         "new-flow" => new_flows(&mut w, bursts),
         "established" => established(&mut w, bursts),
-        other => panic!("mode {other}: new-flow or established"),
+        other => {
+            eprintln!("ERROR: the mode is new-flow or established, not {other:?}\n{usage}");
+            std::process::exit(2);
+        }
     };
     println!("{frames}");
 }
