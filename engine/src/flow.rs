@@ -107,7 +107,7 @@ pub enum Timing {
 }
 
 impl TcpProgress {
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, side: Side, flags: TcpFlags) {
         let fin = u8::from(flags.fin);
         let seen = self.seen

@@ -98,7 +98,7 @@ impl ServiceHealth {
         }
     }
 
-    /// How many times a service's UP state or load exclusion changed so far.
+    /// How many times a service's UP state, DOWN decision or load exclusion changed so far.
     #[inline]
     pub fn state_changes(&self) -> u64 {
         self.state_changes.load(Acquire)
@@ -111,8 +111,10 @@ impl ServiceHealth {
     }
 
     pub fn set_down(&self, s: ServiceId, down: bool) {
-        if let Some(d) = self.down.get(s as usize) {
-            d.store(down, Relaxed);
+        if let Some(d) = self.down.get(s as usize)
+            && d.swap(down, Relaxed) != down
+        {
+            self.state_changes.fetch_add(1, Release);
         }
     }
 
@@ -210,5 +212,22 @@ mod tests {
         assert_eq!(h.load(1), Some(u64::MAX - 1), "a huge load stays a load");
         h.set_load(1, None);
         assert_eq!(h.load(1), None);
+    }
+
+    #[test]
+    fn a_down_decision_counts_as_a_state_change_once() {
+        let h = ServiceHealth::new(2);
+        let before = h.state_changes();
+        h.set_down(1, true);
+        assert!(h.is_down(1));
+        assert_eq!(h.state_changes(), before + 1);
+        h.set_down(1, true);
+        assert_eq!(
+            h.state_changes(),
+            before + 1,
+            "the same decision again is no change"
+        );
+        h.set_down(1, false);
+        assert_eq!(h.state_changes(), before + 2);
     }
 }

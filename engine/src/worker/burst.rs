@@ -115,6 +115,7 @@ impl Worker {
         verdicts: &mut [Verdict],
     ) -> usize {
         let n = frames.len().min(verdicts.len()).min(BURST);
+        self.flush_rules.follow(&self.health);
         // Taken out for the burst (three pointers move; nothing is allocated or filled), so
         // the stages can call `&mut self` methods beside them. It is always there: put back
         // below, and bursts do not nest.

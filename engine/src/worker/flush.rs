@@ -23,9 +23,16 @@ pub(super) struct Leg {
 }
 
 /// downStateFlush by service id, taken from the tables when they are applied: a forwarded
-/// frame reads one word beside the worker instead of its service's entry in the tables.
+/// frame reads one word beside the worker instead of its service's entry in the tables, and
+/// none at all while no service can be due (no drain with an end, none DOWN).
 #[derive(Debug, Default)]
-pub(super) struct FlushRules(Box<[u64]>);
+pub(super) struct FlushRules {
+    from: Box<[u64]>,
+    /// Some service may be due: one's drain has an end, or one with the rule is DOWN as of
+    /// the health's `seen_changes`th state change.
+    possible: bool,
+    seen_changes: Option<u64>,
+}
 
 /// downStateFlush is disabled: the service's flows are never flushed.
 const NEVER: u64 = u64::MAX;
@@ -38,16 +45,37 @@ impl FlushRules {
             Some(s) if s.down_state_flush => s.flush_from_ms.unwrap_or(WHEN_DOWN),
             _ => NEVER,
         };
-        Self((0..tables.services.len()).map(rule).collect())
+        Self {
+            from: (0..tables.services.len()).map(rule).collect(),
+            possible: true,
+            seen_changes: None,
+        }
+    }
+
+    /// Catches up with the monitors' decisions (one shared load while they stand still):
+    /// the health's change count is read before its DOWN flags, so a decision whose count
+    /// this sees is seen too; one made meanwhile is seen at the next call.
+    #[inline]
+    pub(super) fn follow(&mut self, health: &ServiceHealth) {
+        let changes = health.state_changes();
+        if self.seen_changes == Some(changes) {
+            return;
+        }
+        self.seen_changes = Some(changes);
+        self.possible = self.from.iter().enumerate().any(|(s, &from)| {
+            from != NEVER && (from != WHEN_DOWN || health.is_down(s as ServiceId))
+        });
     }
 
     /// downStateFlush: the service's monitors decided DOWN, or it was disabled and its drain
     /// (if any) is over.
     #[inline]
     pub(super) fn due(&self, health: &ServiceHealth, now_ms: u64, service: ServiceId) -> bool {
-        self.0
-            .get(service as usize)
-            .is_some_and(|&from| from != NEVER && (now_ms >= from || health.is_down(service)))
+        self.possible
+            && self
+                .from
+                .get(service as usize)
+                .is_some_and(|&from| from != NEVER && (now_ms >= from || health.is_down(service)))
     }
 }
 
@@ -174,5 +202,50 @@ impl Worker {
             len,
             data,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = "add ns ip 198.18.0.2 255.255.255.0 -type SNIP
+add service s1 198.18.0.11 TCP 80
+add service s2 198.18.0.12 TCP 80 -downStateFlush DISABLED
+add lb vserver web TCP 198.18.0.100 80
+bind lb vserver web s1
+bind lb vserver web s2
+";
+
+    #[test]
+    fn a_down_decision_is_due_from_the_next_follow_and_only_with_the_rule() {
+        let tables = crate::tables::of_text(CONFIG);
+        let health = ServiceHealth::new(tables.services.len());
+        let mut rules = FlushRules::new(&tables);
+        rules.follow(&health);
+        assert!(!rules.due(&health, 0, 0), "UP: nothing due");
+        assert!(
+            !rules.possible,
+            "no service can be due: the per-frame check is skipped"
+        );
+        health.set_down(0, true);
+        health.set_down(1, true);
+        rules.follow(&health);
+        assert!(rules.due(&health, 0, 0), "DOWN with downStateFlush");
+        assert!(!rules.due(&health, 0, 1), "DOWN without it");
+        health.set_down(0, false);
+        rules.follow(&health);
+        assert!(!rules.due(&health, 0, 0));
+        assert!(!rules.possible, "s2's DOWN never flushes");
+    }
+
+    #[test]
+    fn new_rules_check_every_frame_until_they_follow_the_health() {
+        let tables = crate::tables::of_text(CONFIG);
+        let health = ServiceHealth::new(tables.services.len());
+        health.set_down(0, true);
+        // Built after the decision (new tables while a service is DOWN): due at once.
+        let rules = FlushRules::new(&tables);
+        assert!(rules.due(&health, 0, 0));
     }
 }

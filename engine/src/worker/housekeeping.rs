@@ -67,6 +67,7 @@ impl Worker {
         if owed == 0 {
             return;
         }
+        self.flush_rules.follow(&self.health);
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let columns = &mut self.columns;
         let (rules, health, flushed) = (&self.flush_rules, &self.health, &mut self.flushed);
