@@ -591,6 +591,35 @@ fn a_burst_is_processed_in_stages_and_keeps_frame_order() {
 }
 
 #[test]
+fn each_frame_of_a_burst_is_judged_by_its_own_destination() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // The burst remembers the last address it looked up: frames to the VIP, to an address
+    // that is not ours and to the SNIP, interleaved, must each get their own answer.
+    let elsewhere = Ipv4Addr::new(198, 18, 0, 99);
+    let mut burst = vec![
+        tcp(CLIENT_MAC, (CLIENT, 6101), (VIP, 80), Flags::Syn, b""),
+        tcp(CLIENT_MAC, (CLIENT, 6102), (elsewhere, 80), Flags::Syn, b""),
+        tcp(CLIENT_MAC, (CLIENT, 6103), (elsewhere, 80), Flags::Syn, b""),
+        tcp(CLIENT_MAC, (CLIENT, 6104), (VIP, 80), Flags::Syn, b""),
+        tcp(
+            backend_mac(1),
+            (backend(1), 80),
+            (SNIP, 40000),
+            Flags::Ack,
+            b"x",
+        ),
+        tcp(CLIENT_MAC, (CLIENT, 6105), (VIP, 80), Flags::Syn, b""),
+    ];
+    let mut verdicts = [Verdict::Consumed; 6];
+    lab.worker
+        .process_burst(lab.now, 0, &mut burst, &mut verdicts);
+    let (tx, no_flow) = (Verdict::Tx { port: 0 }, Verdict::Drop(DropReason::NoFlow));
+    let not_ours = Verdict::Drop(DropReason::NotForUs);
+    assert_eq!(verdicts, [tx, not_ours, not_ours, tx, no_flow, tx]);
+    assert_eq!(lab.worker.stats.flows_created, 3);
+}
+
+#[test]
 fn a_burst_of_syns_spreads_and_a_syn_sent_twice_in_it_opens_one_flow() {
     let mut lab = Lab::new(CONFIG, 64);
     // Nine SYNs of new connections: the third sent twice in a row, the fourth again three

@@ -8,7 +8,7 @@ use crate::flow::{
     Flow, FlowKey, GiveWay, InsertError, KeyHashes, Proxy, ResolvedHop, Side, TcpProgress,
 };
 use crate::lb::{self, ServiceView, spill};
-use crate::tables::LocalKind;
+use crate::tables::{LocalIp, LocalKind};
 use crate::verdict::{DropReason, Verdict};
 use crate::wire::{self, Ipv4, Parsed, Proto, TransportChecksum};
 
@@ -137,14 +137,16 @@ impl Worker {
             }
         }
         // 1. Parse; a frame of another worker's flow goes to it as it came (its owner checks
-        // the checksum, once).
+        // the checksum, once). A burst's frames mostly go to one or two of our addresses:
+        // the last one looked up is remembered.
+        let mut last_local: Option<(Ipv4Addr, Option<LocalIp>)> = None;
         for i in 0..n {
             let frame = frames[i].bytes();
             let verdict = &mut verdicts[i];
             stage[i] = match wire::parse_into(frame, &mut ips[i]) {
                 Err(reason) => done(verdict, Verdict::Drop(reason)),
                 Ok(Parsed::Arp(arp)) => done(verdict, self.arp(in_port, frame, &arp)),
-                Ok(Parsed::Ipv4) => match self.classify(in_port, frame, &ips[i]) {
+                Ok(Parsed::Ipv4) => match self.classify(in_port, frame, &ips[i], &mut last_local) {
                     Err(early) => done(verdict, early),
                     Ok(snip) => match self.owner(&ips[i], snip) {
                         Some(worker) => done(verdict, Verdict::handoff(worker)),
@@ -331,8 +333,22 @@ impl Worker {
     /// Stage 1 for IPv4: answer ICMP echo, drop what is not ours; the rest needs a lookup
     /// (`Ok(true)` when addressed to a SNIP).
     #[inline(always)]
-    fn classify(&mut self, in_port: usize, frame: &mut [u8], ip: &Ipv4) -> Result<bool, Verdict> {
-        let Some(local) = self.tables.local(ip.dst).copied() else {
+    fn classify(
+        &mut self,
+        in_port: usize,
+        frame: &mut [u8],
+        ip: &Ipv4,
+        last: &mut Option<(Ipv4Addr, Option<LocalIp>)>,
+    ) -> Result<bool, Verdict> {
+        let local = match *last {
+            Some((addr, local)) if addr == ip.dst => local,
+            _ => {
+                let local = self.tables.local(ip.dst).copied();
+                *last = Some((ip.dst, local));
+                local
+            }
+        };
+        let Some(local) = local else {
             // A USIP service's reply, to the client's own address.
             if ip.proto != Proto::Icmp && self.tables.is_usip_source(ip.src) {
                 return Ok(true);
