@@ -208,7 +208,7 @@ impl NatDelta {
 /// completed. `p`'s addresses and ports are the ones `delta` was made from (the flow's key
 /// matched them). The headers are taken as fixed-size arrays once, so no field access checks
 /// a bound again: this runs for every forwarded frame.
-#[inline]
+#[inline(always)]
 pub fn rewrite_flow(
     frame: &mut [u8],
     p: &Ipv4,
