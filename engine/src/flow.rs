@@ -42,7 +42,7 @@ impl FlowKey {
     /// splitmix64 rounds took four in a row. One multiply alone spread grids of addresses and
     /// ports worse than a random hash would (72 probes where random keys need 26–38); two
     /// spread them as evenly (test `hash_spreads_keys_as_evenly_as_a_random_one`).
-    #[inline]
+    #[inline(always)]
     pub fn hash(&self) -> u64 {
         const ADDRESSES: u64 = 0x243f_6a88_85a3_08d3;
         const PORTS: u64 = 0x1319_8a2e_0370_7344;

@@ -179,6 +179,7 @@ pub struct NatDelta {
 
 impl NatDelta {
     /// Source and destination `from` become those `to`.
+    #[inline]
     pub fn new(from: [(Ipv4Addr, u16); 2], to: [(Ipv4Addr, u16); 2]) -> Self {
         let [(src, src_port), (dst, dst_port)] = from;
         let [(new_src, new_src_port), (new_dst, new_dst_port)] = to;

@@ -39,8 +39,33 @@ impl Worker {
     }
 
     /// For a TCP frame of no flow to a VIP: a SYN answered with a cookie, or an ACK whose
-    /// cookie opens the flow. `None`: the ordinary path takes the frame.
+    /// cookie opens the flow. `None`: the ordinary path takes the frame. Inline, the common
+    /// case: a SYN while cookies are off and no flood would turn them on.
+    #[inline(always)]
     pub(super) fn syn_proxy(
+        &mut self,
+        now_ms: u64,
+        in_port: usize,
+        frame: &[u8],
+        ip: &Ipv4,
+    ) -> Option<Verdict> {
+        let opening = ip.proto == Proto::Tcp && ip.tcp.syn && !ip.tcp.ack && !ip.tcp.rst;
+        let cookies_off = match self.tables.syn_cookies {
+            SynCookies::Off => true,
+            SynCookies::Always => false,
+            SynCookies::UnderPressure => {
+                self.flows.embryonic() * 2 < self.embryonic_limit
+                    && now_ms / 1000 >= self.cookies_until_s
+            }
+        };
+        if opening && cookies_off {
+            return None;
+        }
+        self.syn_proxy_otherwise(now_ms, in_port, frame, ip)
+    }
+
+    /// [`Worker::syn_proxy`] past its common case.
+    fn syn_proxy_otherwise(
         &mut self,
         now_ms: u64,
         in_port: usize,
