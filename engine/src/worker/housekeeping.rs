@@ -68,14 +68,13 @@ impl Worker {
             return;
         }
         self.flush_rules.follow(&self.health);
+        // Under a SYN flood's pressure half-open flows get one second, not the embryonic
+        // timeout, so its flows leave as fast as they come.
+        let cap = self.under_pressure().then_some(EMBRYONIC_UNDER_PRESSURE_MS);
         let (writer, snat, stats) = (&self.writer, &mut self.snat, &mut self.stats);
         let columns = &mut self.columns;
         let (rules, health, flushed) = (&self.flush_rules, &self.health, &mut self.flushed);
         flushed.clear();
-        // Half the embryonic budget spent: half-open flows get one second, not the embryonic
-        // timeout, so a SYN flood's flows leave as fast as they come.
-        let pressure = self.flows.embryonic() * 2 >= self.embryonic_limit;
-        let cap = pressure.then_some(EMBRYONIC_UNDER_PRESSURE_MS);
         let swept = self.flows.sweep(
             owed,
             SWEEP_MOST_FLOWS_PER_CALL,

@@ -23,13 +23,20 @@ const COOKIE_ACKS_S: u64 = 128;
 const COOKIE_HOLD_S: u64 = 10;
 
 impl Worker {
+    /// Half the embryonic budget is spent: a SYN flood (cookies start, and half-open flows
+    /// are swept sooner).
+    #[inline]
+    pub(super) fn under_pressure(&self) -> bool {
+        self.flows.embryonic() * 2 >= self.embryonic_limit
+    }
+
     /// Cookies answer new SYNs: always, or from the moment half the embryonic budget is
     /// spent until [`COOKIE_HOLD_S`] after it no longer is.
     fn cookies_on(&mut self, now_s: u64) -> bool {
         match self.tables.syn_cookies {
             SynCookies::Always => true,
             SynCookies::UnderPressure => {
-                if self.flows.embryonic() * 2 >= self.embryonic_limit {
+                if self.under_pressure() {
                     self.cookies_until_s = now_s + COOKIE_HOLD_S;
                 }
                 now_s < self.cookies_until_s
@@ -53,9 +60,9 @@ impl Worker {
         let cookies_off = match self.tables.syn_cookies {
             SynCookies::Off => true,
             SynCookies::Always => false,
+            // What `cookies_on` answers without its side effect, which only pressure has.
             SynCookies::UnderPressure => {
-                self.flows.embryonic() * 2 < self.embryonic_limit
-                    && now_ms / 1000 >= self.cookies_until_s
+                !self.under_pressure() && now_ms / 1000 >= self.cookies_until_s
             }
         };
         if opening && cookies_off {
