@@ -4,7 +4,9 @@
 # `Connection: close` for SECONDS each through fulcrumd (release build, one worker, round robin
 # over 3 backends, one SNIP), each run from a client address of its own (a lone client's own
 # TIME_WAIT sockets would otherwise slow its connects). Prints connections per run, the TIME_WAIT
-# tuples backend 1 holds after each, and the last run's ratio to the first. At 10 k/s one
+# tuples backend 1 holds after each, and the last run's ratio to the first, raw and as a share of
+# a 2 s gauge straight to backend 1 before each run (this shared VM's own rate swings by a factor
+# of three within a minute; the share is what the lab test asserts). At 10 k/s one
 # worker's 55,000 ports wrap every ~6 s; the default (6 × 10 s) wraps them ten times.
 #
 #   bash scripts/wrap-bench.sh [RUNS] [SECONDS]
@@ -40,16 +42,23 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 rates=()
-echo "| run | connections in ${secs} s | backend 1 TIME_WAIT tuples |"
-echo "|---|---|---|"
+shares=()
+direct() {
+  ip netns exec "fl-$tag-cli" wrk -t1 -c50 -d"$1s" --timeout 5s -H 'Connection: close' "$2" |
+    awk '/requests in/{print $1}'
+}
+echo "| run | connections in ${secs} s | gauge (direct, per s) | share | backend 1 TIME_WAIT tuples |"
+echo "|---|---|---|---|---|"
 for run in $(seq 1 "$runs"); do
   addr=198.18.0.$((60 + run))
   ip -n "fl-$tag-cli" addr add "$addr/24" dev eth0
   ip -n "fl-$tag-cli" route replace 198.18.0.0/24 dev eth0 src "$addr"
-  n=$(ip netns exec "fl-$tag-cli" wrk -t1 -c50 -d"${secs}s" --timeout 5s -H 'Connection: close' \
-    http://198.18.0.100/ | awk '/requests in/{print $1}')
+  g=$(($(direct 2 http://198.18.0.11/) / 2))
+  n=$(direct "$secs" http://198.18.0.100/)
   tw=$(ip netns exec "fl-$tag-b1" ss -tan state time-wait | tail -n +2 | wc -l)
+  share=$(python3 -c "print(f'{$n / $secs / max($g, 1):.2f}')")
   rates+=("$n")
-  echo "| $run | $n | $tw |"
+  shares+=("$share")
+  echo "| $run | $n | $g | $share | $tw |"
 done
-python3 -c "r=[int(x) for x in '${rates[*]}'.split()]; print(f'last / first = {r[-1] / max(r[0], 1):.2f} (goal >= 0.90)')"
+python3 -c "r=[int(x) for x in '${rates[*]}'.split()]; s=[float(x) for x in '${shares[*]}'.split()]; print(f'last / first = {r[-1] / max(r[0], 1):.2f} raw, {s[-1] / max(s[0], 0.01):.2f} as a share of the gauge (goal >= 0.90)')"
