@@ -315,14 +315,20 @@ pub(super) fn select_columns(
     let mut scan = ColumnScan {
         index: usize::MAX,
         rank: u64::MAX,
-        unsure: false,
+        flags: 0,
+        values: 0,
     };
     let index = match scales {
         Some(scales) => {
             let (scale_head, scale_tail) = scales.per_member.split_at(start);
             let limit = scales.limit;
-            scan_ranked_columns(tail, scale_tail, start, limit, columns, &mut scan);
-            scan_ranked_columns(head, scale_head, 0, limit, columns, &mut scan);
+            scan_ranked_columns(tail, scale_tail, start, columns, &mut scan);
+            scan_ranked_columns(head, scale_head, 0, columns, &mut scan);
+            // Every value at most `limit` if their OR is (the OR is at least the largest; past
+            // `limit` without one being, the exact path decides: the same pick, slower).
+            if scan.values > limit {
+                return None;
+            }
             scan.index
         }
         None => {
@@ -332,12 +338,12 @@ pub(super) fn select_columns(
                 value: u64::MAX,
                 weight: 1,
             };
-            scan_crossed_columns(tail, start, columns, &mut best, &mut scan.unsure);
-            scan_crossed_columns(head, 0, columns, &mut best, &mut scan.unsure);
+            scan_crossed_columns(tail, start, columns, &mut best, &mut scan.flags);
+            scan_crossed_columns(head, 0, columns, &mut best, &mut scan.flags);
             best.index
         }
     };
-    match (scan.unsure, index) {
+    match (scan.flags & Entry::UNRANKED != 0, index) {
         (true, _) => None,
         (false, usize::MAX) => Some(Pick::NoCandidate),
         (false, i) => Some(Pick::Chosen(i)),
@@ -347,8 +353,10 @@ pub(super) fn select_columns(
 struct ColumnScan {
     index: usize,
     rank: u64,
-    /// A pickable member has no sample, or its rank does not fit in 63 bits.
-    unsure: bool,
+    /// The OR of the members' flags: [`Entry::UNRANKED`] in it sends the pick to the exact path.
+    flags: u32,
+    /// The OR of the members' values, to check them against the scales' limit once.
+    values: u64,
 }
 
 #[inline(always)]
@@ -356,7 +364,6 @@ fn scan_ranked_columns(
     members: &[Member],
     scales: &[u64],
     offset: usize,
-    limit: u64,
     columns: &Columns,
     scan: &mut ColumnScan,
 ) {
@@ -365,7 +372,8 @@ fn scan_ranked_columns(
         let e = unsafe { columns.read(m.service as usize) };
         let pickable = e.flags & Entry::PICKABLE != 0;
         let n = e.value;
-        scan.unsure |= pickable & ((e.flags & Entry::SAMPLED == 0) | (n > limit));
+        scan.flags |= e.flags;
+        scan.values |= n;
         let rank = (u64::from(e.flags & Entry::SECOND_TIER) << SECOND_TIER_TO_RANK)
             | n.wrapping_mul(scale);
         // Strictly smaller only, as in `scan_ranked`; a member that cannot be picked ranks
@@ -383,7 +391,7 @@ fn scan_crossed_columns(
     offset: usize,
     columns: &Columns,
     best: &mut Crossed,
-    unsure: &mut bool,
+    flags: &mut u32,
 ) {
     for (k, m) in members.iter().enumerate() {
         // SAFETY: `select_columns` checked every member's service against the columns.
@@ -391,7 +399,7 @@ fn scan_crossed_columns(
         let pickable = e.flags & Entry::PICKABLE != 0;
         let value = e.value;
         let tier = u8::from(e.flags & Entry::SECOND_TIER != 0);
-        *unsure |= pickable & (e.flags & Entry::SAMPLED == 0);
+        *flags |= e.flags;
         let weight = u64::from(m.weight);
         let smaller = u128::from(value) * u128::from(best.weight)
             < u128::from(best.value) * u128::from(weight);

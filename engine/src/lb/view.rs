@@ -146,7 +146,7 @@ pub struct Entry {
     pub value: u64,
     /// Active transactions (capped), from which `value` and the tier were derived.
     pub active: u32,
-    /// [`Entry::PICKABLE`], [`Entry::SAMPLED`], [`Entry::SECOND_TIER`].
+    /// [`Entry::PICKABLE`], [`Entry::SAMPLED`], [`Entry::SECOND_TIER`], [`Entry::UNRANKED`].
     pub flags: u32,
 }
 
@@ -157,6 +157,9 @@ impl Entry {
     pub const SAMPLED: u32 = 2;
     /// Ranks after every member without it (CUSTOMLOAD's services with active transactions).
     pub const SECOND_TIER: u32 = 4;
+    /// [`Entry::PICKABLE`] without [`Entry::SAMPLED`]: a candidate the columns cannot rank,
+    /// told apart by one OR a member in the scan.
+    pub const UNRANKED: u32 = 8;
 
     /// The entry of a service whose `stat` is `sample` (`None`: not measured yet), with the
     /// rule of the method that minimises `stat` applied.
@@ -167,7 +170,12 @@ impl Entry {
             active: u32::try_from(active).unwrap_or(u32::MAX),
             flags: if pickable { Self::PICKABLE } else { 0 }
                 | if sample.is_some() { Self::SAMPLED } else { 0 }
-                | if tier > 0 { Self::SECOND_TIER } else { 0 },
+                | if tier > 0 { Self::SECOND_TIER } else { 0 }
+                | if pickable && sample.is_none() {
+                    Self::UNRANKED
+                } else {
+                    0
+                },
         }
     }
 

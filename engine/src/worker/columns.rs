@@ -247,7 +247,7 @@ bind lb vserver web s3
         // s2 has -maxClient: no sample, so its decisions take the exact path.
         assert_eq!(
             active_column(&c),
-            [(0, both), (0, Entry::PICKABLE), (0, both)]
+            [(0, both), (0, Entry::PICKABLE | Entry::UNRANKED), (0, both)]
         );
         c.opened(0);
         c.opened(0);
