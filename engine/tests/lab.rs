@@ -1753,7 +1753,7 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
             assert!(out.status.success(), "{args:?}: {out:?}");
         }
         let (user, system) = lab.daemon_user_and_system_ticks();
-        let machine = Lab::machine_ticks();
+        let stolen_before = Lab::stolen_ticks();
         let out = lab.client(&[
             "wrk",
             "-t1",
@@ -1781,7 +1781,7 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
         // What fulcrumd spent per connection, its own code (user) apart from the kernel's
         // (system, which on veth includes the backends' and the client's TCP stacks).
         let (user_after, system_after) = lab.daemon_user_and_system_ticks();
-        stolen.push(Lab::machine_ticks().stolen - machine.stolen);
+        stolen.push(Lab::stolen_ticks() - stolen_before);
         let per_connection = |ticks: u64| ticks as f64 * 10_000.0 / requests.max(1) as f64;
         let (user_micros, system_micros) = (
             per_connection(user_after - user),
@@ -1814,10 +1814,10 @@ fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
     // The rate itself also depends on the lab's clients and backends, which share this
     // machine's other core, hold every connection of the test in TIME_WAIT, and whose TCP
     // stacks fulcrumd's sends run in softirq; and on the hypervisor, which at times takes a
-    // third to a half of the cores' ticks for a minute: on CI the last 20 s did 82 % and
-    // 83 % of the first 20 s while fulcrumd's user time per connection stayed flat, and
-    // rating each run against a gauge straight to a backend did not steady it (the gauge
-    // moved as much). It must not collapse (the defect made it a sixth); the 90 % goal is
+    // third to a half of the cores' ticks for a minute: on CI the last 20 s did 82 % of the
+    // first 20 s (83 % in a run of the whole suite here) while fulcrumd's user time per
+    // connection stayed flat, and rating each run against a gauge straight to a backend did
+    // not steady it (the gauge moved as much). It must not collapse (the defect made it a sixth); the 90 % goal is
     // `scripts/wrap-bench.sh`'s, a benchmark. Two runs at each end, as one 10 s run on this
     // shared machine can be 10 % off on its own.
     let (first, last) = (rates[0] + rates[1], rates[4] + rates[5]);

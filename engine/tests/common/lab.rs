@@ -19,15 +19,6 @@ fn profile(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../hw-profiles/{name}.toml"))
 }
 
-/// CPU ticks of the whole machine, from [`Lab::machine_ticks`].
-#[derive(Clone, Copy, Debug)]
-pub struct MachineTicks {
-    /// Ticks the cores ran this guest or idled in it.
-    pub had: u64,
-    /// Ticks the hypervisor gave to someone else.
-    pub stolen: u64,
-}
-
 pub struct Lab {
     pub tag: String,
     pub dir: PathBuf,
@@ -194,25 +185,17 @@ impl Lab {
         (fields[10], fields[11])
     }
 
-    /// The whole machine's CPU ticks so far: those its cores had (busy or idle) and those the
-    /// hypervisor took from them (steal), from /proc/stat. On a shared virtual machine the
-    /// second varies by the minute and so does every rate measured on it.
-    pub fn machine_ticks() -> MachineTicks {
+    /// Ticks the hypervisor has taken from this machine's cores so far (`steal` in
+    /// /proc/stat). On a shared virtual machine it varies by the minute, and every rate
+    /// measured on the machine with it.
+    pub fn stolen_ticks() -> u64 {
         let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         // cpu  user nice system idle iowait irq softirq steal guest guest_nice
-        let fields: Vec<u64> = stat
-            .lines()
+        stat.lines()
             .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .skip(1)
-            .map(|f| f.parse().unwrap_or(0))
-            .collect();
-        let field = |i: usize| fields.get(i).copied().unwrap_or(0);
-        MachineTicks {
-            had: (0..7).map(field).sum(),
-            stolen: field(7),
-        }
+            .and_then(|cpu| cpu.split_whitespace().nth(8))
+            .and_then(|steal| steal.parse().ok())
+            .unwrap_or(0)
     }
 
     /// This lab's control socket.
