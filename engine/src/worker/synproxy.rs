@@ -33,14 +33,19 @@ impl Worker {
     /// Cookies answer new SYNs: always, or from the moment half the embryonic budget is
     /// spent until [`COOKIE_HOLD_S`] after it no longer is.
     fn cookies_on(&mut self, now_s: u64) -> bool {
+        if self.tables.syn_cookies == SynCookies::UnderPressure && self.under_pressure() {
+            self.cookies_until_s = now_s + COOKIE_HOLD_S;
+        }
+        self.cookies_wanted(now_s)
+    }
+
+    /// What [`Worker::cookies_on`] answers, without starting the hold (only pressure starts
+    /// it, and pressure makes this true anyway).
+    #[inline(always)]
+    fn cookies_wanted(&self, now_s: u64) -> bool {
         match self.tables.syn_cookies {
             SynCookies::Always => true,
-            SynCookies::UnderPressure => {
-                if self.under_pressure() {
-                    self.cookies_until_s = now_s + COOKIE_HOLD_S;
-                }
-                now_s < self.cookies_until_s
-            }
+            SynCookies::UnderPressure => self.under_pressure() || now_s < self.cookies_until_s,
             SynCookies::Off => false,
         }
     }
@@ -57,15 +62,7 @@ impl Worker {
         ip: &Ipv4,
     ) -> Option<Verdict> {
         let opening = ip.proto == Proto::Tcp && ip.tcp.syn && !ip.tcp.ack && !ip.tcp.rst;
-        let cookies_off = match self.tables.syn_cookies {
-            SynCookies::Off => true,
-            SynCookies::Always => false,
-            // What `cookies_on` answers without its side effect, which only pressure has.
-            SynCookies::UnderPressure => {
-                !self.under_pressure() && now_ms / 1000 >= self.cookies_until_s
-            }
-        };
-        if opening && cookies_off {
+        if opening && !self.cookies_wanted(now_ms / 1000) {
             return None;
         }
         self.syn_proxy_otherwise(now_ms, in_port, frame, ip)
