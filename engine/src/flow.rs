@@ -728,7 +728,7 @@ impl FlowTable {
     /// Puts a flow in a free slot without making it visible to lookups yet: [`FlowTable::enter`]
     /// does, before the table is swept or the slot given way. A worker places a new flow as
     /// soon as it is chosen and enters it a little later, its index buckets loaded meanwhile.
-    #[inline]
+    #[inline(always)]
     pub fn place(&mut self, flow: Flow) -> Result<u32, InsertError> {
         let slot = self.free.pop().ok_or(InsertError::Full)?;
         self.slots[slot as usize] = Slot(Some(flow));

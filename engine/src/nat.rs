@@ -163,7 +163,9 @@ impl Snat {
                     in_time_wait: false,
                 });
             }
-            pool.free.rotate_left(1);
+            // To the back, in order (`rotate_left` copies through its general wrap case).
+            pool.free.pop_front();
+            pool.free.push_back(free);
             skipped += 1;
         }
         // All young: take the oldest of those looked at (the first sent to the back).

@@ -179,7 +179,7 @@ pub struct NatDelta {
 
 impl NatDelta {
     /// Source and destination `from` become those `to`.
-    #[inline]
+    #[inline(always)]
     pub fn new(from: [(Ipv4Addr, u16); 2], to: [(Ipv4Addr, u16); 2]) -> Self {
         let [(src, src_port), (dst, dst_port)] = from;
         let [(new_src, new_src_port), (new_dst, new_dst_port)] = to;
@@ -286,6 +286,7 @@ pub enum Timestamp {
 }
 
 /// The TSval of a TCP segment with the timestamps option.
+#[inline]
 pub fn tcp_tsval(frame: &[u8], p: &Ipv4) -> Option<u32> {
     if p.proto != Proto::Tcp {
         return None;

@@ -819,6 +819,7 @@ struct Want<'a> {
 
 /// A SNAT port for a new flow, and the SNIP pool it came from. `reply_to` is where the
 /// service's replies go for a SNIP (the SNIP, or with USIP the client), for RSS-aware choice.
+#[inline(always)]
 fn allocate_source(
     snat: &mut crate::nat::Snat,
     steering: Option<&super::steer::Steering>,
@@ -827,30 +828,38 @@ fn allocate_source(
     reply_to: impl Fn(Ipv4Addr) -> Ipv4Addr,
 ) -> Result<(Ipv4Addr, u16), DropReason> {
     let sources = want.sources;
-    (0..sources.len())
-        .map(|k| sources[(want.first + k) % sources.len()])
-        .find_map(|source| {
-            let port = match steering {
-                // A port whose replies the NIC brings to this worker: one in `workers`.
-                Some(s) if s.rss.is_some() => {
-                    let budget = 64 * s.workers;
-                    let dst = reply_to(source);
-                    snat.allocate_where(source, budget, |p| {
-                        s.reply_comes_here(want.service_addr, dst, p)
-                    })
-                }
-                _ if want.avoid_time_wait => snat
-                    .allocate_for(source, want.service, want.now_ms, TIME_WAIT_LOOKS)
-                    .map(|a| {
-                        stats.snat_skipped += u64::from(a.skipped);
-                        stats.snat_time_wait += u64::from(a.in_time_wait);
-                        a.port
-                    }),
-                _ => snat.allocate(source),
-            };
-            port.map(|p| (source, p))
-        })
-        .ok_or(DropReason::NatPortsExhausted)
+    // Most subnets have one SNIP: no division to find where the turn starts.
+    let mut at = match sources.len() {
+        0 => return Err(DropReason::NatPortsExhausted),
+        1 => 0,
+        n => want.first % n,
+    };
+    for _ in 0..sources.len() {
+        let source = sources[at];
+        at = if at + 1 == sources.len() { 0 } else { at + 1 };
+        let port = match steering {
+            // A port whose replies the NIC brings to this worker: one in `workers`.
+            Some(s) if s.rss.is_some() => {
+                let budget = 64 * s.workers;
+                let dst = reply_to(source);
+                snat.allocate_where(source, budget, |p| {
+                    s.reply_comes_here(want.service_addr, dst, p)
+                })
+            }
+            _ if want.avoid_time_wait => snat
+                .allocate_for(source, want.service, want.now_ms, TIME_WAIT_LOOKS)
+                .map(|a| {
+                    stats.snat_skipped += u64::from(a.skipped);
+                    stats.snat_time_wait += u64::from(a.in_time_wait);
+                    a.port
+                }),
+            _ => snat.allocate(source),
+        };
+        if let Some(port) = port {
+            return Ok((source, port));
+        }
+    }
+    Err(DropReason::NatPortsExhausted)
 }
 
 /// Free ports looked at for a SYN without timestamps before one its service may hold in
