@@ -999,6 +999,36 @@ fn timestamps_toward_services_only_grow_and_echoes_come_back_unchanged() {
     );
 }
 
+/// The services a vserver by `method` gives SYNs from these client addresses and ports.
+fn services_by(method: &str, clients: &[(Ipv4Addr, u16)]) -> Vec<Ipv4Addr> {
+    let config = CONFIG.replace("-lbMethod ROUNDROBIN", &format!("-lbMethod {method}"));
+    let mut lab = Lab::new(&config, 1024);
+    clients
+        .iter()
+        .map(|&client| {
+            let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+            assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 }, "{client:?}");
+            tcp_out(&syn).2.0
+        })
+        .collect()
+}
+
+#[test]
+fn hash_methods_in_the_worker_read_the_clients_address_and_port() {
+    let distinct = |v: &[Ipv4Addr]| v.iter().collect::<std::collections::HashSet<_>>().len();
+    // One client, many ports: one service by its address, several by address and port.
+    let ports: Vec<_> = (0..32).map(|p| (CLIENT, 40_000 + p)).collect();
+    assert_eq!(distinct(&services_by("SOURCEIPHASH", &ports)), 1);
+    assert!(distinct(&services_by("SRCIPSRCPORTHASH", &ports)) > 1);
+    // Many clients: several services by their addresses, each the same every time.
+    let clients: Vec<_> = (0..32)
+        .map(|i| (Ipv4Addr::new(198, 18, 0, 150 + i), 40_000))
+        .collect();
+    let first = services_by("SOURCEIPHASH", &clients);
+    assert!(distinct(&first) > 1, "{first:?}");
+    assert_eq!(services_by("SOURCEIPHASH", &clients), first);
+}
+
 #[test]
 fn new_flows_take_turns_over_the_snips_of_the_subnet() {
     let config = format!("{CONFIG}add ns ip 198.18.0.3 255.255.255.0 -type SNIP\n");

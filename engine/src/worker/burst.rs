@@ -476,7 +476,13 @@ impl Worker {
         };
         let vserver = &self.tables.vservers[vs];
         let vserver_id = vserver.id;
-        let hash_key = lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port);
+        // Only hash methods read the flow's key (widened to 128-bit addresses).
+        let hash_key = match vserver.pool.method() {
+            lb::Method::Hash(_) => {
+                lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port)
+            }
+            _ => lb::FlowKey::default(),
+        };
         // SOURCEIP persistence: the client's service while its session lasts, if that service
         // is still a candidate of this vserver; otherwise the method decides.
         let now_s = now_ms / 1000;

@@ -53,7 +53,8 @@ pub(super) struct SelectionColumns {
     wanted: [bool; STATS],
     /// The health's change count the copy was made at; `None`: rebuild before use.
     health_changes: Option<u64>,
-    refreshed_ms: u64,
+    /// When the copy is due again even without a health change (its counters age).
+    due_ms: u64,
 }
 
 impl SelectionColumns {
@@ -79,19 +80,23 @@ impl SelectionColumns {
 
     /// Brings the columns up to date for a decision at `now_ms` from `rows`, the services
     /// read one by one (see the module's doc).
+    #[inline]
     pub(super) fn refresh(&mut self, now_ms: u64, rows: &LiveView) {
-        if !self.wanted.contains(&true) {
-            return;
-        }
         let changes = rows.health.state_changes();
-        let services = rows.tables.services.len();
-        let due = now_ms
-            >= self
-                .refreshed_ms
-                .saturating_add(interval_ms(services, rows.counters.cores()));
-        if self.health_changes == Some(changes) && !due {
+        if now_ms < self.due_ms && self.health_changes == Some(changes) {
             return;
         }
+        self.rebuild(now_ms, changes, rows);
+    }
+
+    /// [`SelectionColumns::refresh`] when the copy is due or stale.
+    fn rebuild(&mut self, now_ms: u64, changes: u64, rows: &LiveView) {
+        // With no column wanted there is nothing to copy, only the check to settle.
+        let services = if self.wanted.contains(&true) {
+            rows.tables.services.len()
+        } else {
+            0
+        };
         for s in 0..services {
             let id = s as ServiceId;
             let active = rows.active(id);
@@ -117,7 +122,7 @@ impl SelectionColumns {
             }
         }
         self.health_changes = Some(changes);
-        self.refreshed_ms = now_ms;
+        self.due_ms = now_ms.saturating_add(interval_ms(services, rows.counters.cores()));
     }
 
     /// The columns of `stat`, when they are kept.
