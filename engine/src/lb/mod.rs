@@ -175,6 +175,13 @@ impl Pool {
         &self.members
     }
 
+    /// Whether [`Pool::select`] reads its `flow` argument (hash methods only): a caller may
+    /// pass [`FlowKey::default`] otherwise and skip building the key.
+    #[inline]
+    pub fn reads_flow_key(&self) -> bool {
+        matches!(self.method, Method::Hash(_))
+    }
+
     /// A fresh per-worker state for this pool.
     pub fn new_state(&self) -> PoolState {
         PoolState {

@@ -476,12 +476,11 @@ impl Worker {
         };
         let vserver = &self.tables.vservers[vs];
         let vserver_id = vserver.id;
-        // Only hash methods read the flow's key (widened to 128-bit addresses).
-        let hash_key = match vserver.pool.method() {
-            lb::Method::Hash(_) => {
-                lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port)
-            }
-            _ => lb::FlowKey::default(),
+        // Built (addresses widened to 128 bits) only for the methods that read it.
+        let hash_key = if vserver.pool.reads_flow_key() {
+            lb::FlowKey::new(ip.src.into(), ip.src_port, ip.dst.into(), ip.dst_port)
+        } else {
+            lb::FlowKey::default()
         };
         // SOURCEIP persistence: the client's service while its session lasts, if that service
         // is still a candidate of this vserver; otherwise the method decides.
