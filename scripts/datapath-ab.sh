@@ -58,12 +58,13 @@ build "$new" new
 run() {
     "$1" --bench "datapath/$2\$" --warm-up-time 1 --measurement-time 2 --noplot 2>/dev/null |
         python3 -c 'import re,sys
-for l in sys.stdin:
+done = False
+for l in sys.stdin:  # read to the end: a bench cut off by a closed pipe fails the script
     m = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+) ", l)
-    if m:
+    if m and not done:
         scale = {"ps": 1e-3, "ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6}[m.group(2)]
         print(float(m.group(1)) * scale / 64)
-        break'
+        done = True'
 }
 
 echo "| row | runs | lowest $base | lowest $new | median $base | median $new | Mpps (median) | new / base (median) |"
