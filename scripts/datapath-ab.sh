@@ -54,6 +54,10 @@ for l in sys.stdin:
 build "$base" base
 build "$new" new
 
+# Criterion's saved estimates go to the scratch directory: target/criterion keeps what the
+# last `cargo bench` measured, which benches/report.py reads.
+export CRITERION_HOME=$work/criterion
+
 # One criterion run of row $2 by binary $1: its middle estimate in ns a frame.
 run() {
     "$1" --bench "datapath/$2\$" --warm-up-time 1 --measurement-time 2 --noplot 2>/dev/null |
