@@ -9,7 +9,8 @@ set -euo pipefail
 #         program, engine/bpf/steer.c, compiled for the BPF target)
 #  lab:   iproute2 and ethtool (namespaces, veth, offloads), nginx with the echo module,
 #         openssl (the backends' HTTPS certificates),
-#         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, dig and ping (clients), tcpdump (captures),
+#         socat, dnsmasq, vsftpd and snmpd (backends), curl, wrk, hey (paced load), dig and ping
+#         (clients), tcpdump (captures),
 #         nftables and haproxy (the peers of scripts/lab-bench.sh), netsniff-ng (trafgen, the
 #         frame generator of scripts/floor-bench.sh), valgrind (callgrind: the instruction
 #         counts of scripts/instructions.sh)
@@ -21,7 +22,7 @@ set -euo pipefail
 #         user and group)
 PACKAGES=(gcc make pkg-config libelf-dev zlib1g-dev clang man-db lintian systemd adduser
           iproute2 ethtool openssl nginx-light libnginx-mod-http-echo socat dnsmasq-base vsftpd snmpd snmp
-          curl wrk bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng valgrind python3
+          curl wrk hey bind9-dnsutils iputils-ping tcpdump nftables haproxy netsniff-ng valgrind python3
           python3-venv chromium chromium-driver)
 
 missing=()

@@ -1702,134 +1702,118 @@ fn an_idle_daemon_with_poll_wait_costs_under_five_percent_of_a_core() {
     lab.stop();
 }
 
-/// New connections for a minute at full rate, wrapping the worker's 55,000 SNAT ports many
-/// times while the backends keep each tuple in TIME_WAIT for a minute: the rate holds (no
-/// collapse once the range wraps). Each 10 s run comes from a client address of its own, so
-/// the one client's TIME_WAIT sockets (wrk closes connections itself) do not limit it
-/// instead of the engine. What made the
-/// rate collapse before was the backends answering a SYN over their TIME_WAIT with a bare
-/// ACK, so the client sent it again a second later: the client's SYN retransmissions are the
-/// engine's part of the rate, measured apart from the machine's.
+/// New connections at a steady 2,000 a second for 70 s to one service, wrapping the worker's
+/// 55,000 SNAT ports two and a half times while the service keeps every tuple in TIME_WAIT for
+/// a minute: from the 28th second on, every SYN lands on a tuple the service still holds. The
+/// rate holds (the last 10 s complete at least 90 % of what the first 10 s did) and no
+/// connection fails. The defect this guards against made the service answer some of those
+/// SYNs with a bare ACK, so the client sent them again a second later: paced this way, the
+/// engine without its timestamp shift completed 20,000, 20,000, 15,964, 903, 893, 828 and
+/// 7,276 connections per 10 s.
+///
+/// Paced, not at full rate: the offered rate is a seventh of what this machine does at full
+/// rate, so a hypervisor taking half the cores for a minute still leaves it room, and any
+/// shortfall is the engine's. The full-rate form is `scripts/wrap-bench.sh`, a benchmark
+/// (on this shared machine a full-rate minute swings by a factor of three on its own).
 #[test]
 fn new_connections_keep_their_rate_past_wraps_of_the_snat_ports() {
-    let mut lab = Lab::up("wrap", 3);
+    let mut lab = Lab::up("wrap", 1);
     lab.use_release_build();
-    lab.start(&config("ROUNDROBIN"), 80);
-    let mut rates = Vec::new();
-    let mut user_cpu_per_connection = Vec::new();
+    lab.start(
+        &format!(
+            "add ns ip 198.18.0.2 255.255.255.0 -type SNIP\nadd service s1 198.18.0.11 HTTP 80\n\
+             add lb vserver web HTTP {VIP} 80 -lbMethod ROUNDROBIN\nbind lb vserver web s1\n"
+        ),
+        80,
+    );
+    // hey: 50 clients, each at most 40 connections a second (a client whose connection
+    // stalls does not catch up afterwards, so a stall shows as a lower rate).
+    const CLIENTS: u64 = 50;
+    const PER_CLIENT: u64 = 40;
+    let offered = CLIENTS * PER_CLIENT * 10;
+    let syn_retransmissions_before = lab.client_tcp_counter("TcpExtTCPSynRetrans");
+    let mut completed = Vec::new();
     // Ticks the hypervisor took from this machine's cores during each run.
     let mut stolen = Vec::new();
-    let mut total = 0u64;
-    let syn_retransmissions_before = lab.client_tcp_counter("TcpExtTCPSynRetrans");
-    for run in 0..6u8 {
-        let addr = format!("198.18.0.{}", 60 + run);
-        let cli = lab.ns("cli");
-        for args in [
-            vec![
-                "-n",
-                &cli,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                "eth0",
-            ],
-            vec![
-                "-n",
-                &cli,
-                "route",
-                "replace",
-                "198.18.0.0/24",
-                "dev",
-                "eth0",
-                "src",
-                &addr,
-            ],
-        ] {
-            let out = std::process::Command::new("ip")
-                .args(&args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{args:?}: {out:?}");
-        }
-        let (user, system) = lab.daemon_user_and_system_ticks();
+    for run in 0..7 {
         let stolen_before = Lab::stolen_ticks();
         let out = lab.client(&[
-            "wrk",
-            "-t1",
-            "-c50",
-            "-d10s",
-            "--timeout",
-            "5s",
-            "-H",
-            "Connection: close",
+            "hey",
+            "-z",
+            "10s",
+            "-c",
+            &CLIENTS.to_string(),
+            "-q",
+            &PER_CLIENT.to_string(),
+            "-t",
+            "5",
+            "-disable-keepalive",
             &format!("http://{VIP}/"),
         ]);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(!text.contains("Socket errors"), "run {run}: {text}");
-        assert!(!text.contains("Non-2xx"), "run {run}: {text}");
-        let requests: u64 = text
-            .lines()
-            .find_map(|l| {
-                l.trim()
-                    .split_once(" requests in ")
-                    .map(|(n, _)| n.trim().parse().unwrap_or(0))
-            })
-            .unwrap_or(0);
-        total += requests;
-        rates.push(requests);
-        // What fulcrumd spent per connection, its own code (user) apart from the kernel's
-        // (system, which on veth includes the backends' and the client's TCP stacks).
-        let (user_after, system_after) = lab.daemon_user_and_system_ticks();
         stolen.push(Lab::stolen_ticks() - stolen_before);
-        let per_connection = |ticks: u64| ticks as f64 * 10_000.0 / requests.max(1) as f64;
-        let (user_micros, system_micros) = (
-            per_connection(user_after - user),
-            per_connection(system_after - system),
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "run {run}: {out:?}");
+        assert!(!text.contains("Error distribution"), "run {run}: {text}");
+        let answers = hey_answers(&text);
+        assert!(
+            answers.len() == 1 && answers[0].0 == 200,
+            "run {run}: only 200 OK: {text}"
         );
-        eprintln!(
-            "run {run}: {requests} connections, fulcrumd {user_micros:.1} µs user + \
-             {system_micros:.1} µs system CPU each"
-        );
-        user_cpu_per_connection.push(user_micros);
+        eprintln!("run {run}: {} connections", answers[0].1);
+        completed.push(answers[0].1);
     }
-    assert!(
-        total > 2 * 55_000,
-        "the port range wrapped: {total} connections ({rates:?})"
-    );
-    // Once every tuple toward a backend is in its TIME_WAIT (about 55,000 each, after the
-    // first runs), each SYN replaces one there: the timestamp shift makes the backends accept
-    // it (without it 17 % of SYNs were answered with a bare ACK and resent a second later,
-    // and the rate fell to a sixth).
+    let total: u64 = completed.iter().sum();
+    let time_wait = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("b1"),
+            "ss",
+            "-Htan",
+            "state",
+            "time-wait",
+        ])
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).lines().count())
+        .unwrap_or(0);
     let syn_retransmissions =
         lab.client_tcp_counter("TcpExtTCPSynRetrans") - syn_retransmissions_before;
     eprintln!(
-        "connections per 10 s: {rates:?}, {syn_retransmissions} SYNs resent, fulcrumd user \
-         CPU per connection {user_cpu_per_connection:.1?} µs, ticks stolen {stolen:?}"
+        "connections per 10 s: {completed:?} (offered {offered}), {syn_retransmissions} SYNs \
+         resent, the service holds {time_wait} tuples in TIME_WAIT, ticks stolen {stolen:?}"
+    );
+    // The conditions of the defect were met: the range wrapped twice, and at the end the
+    // service held (nearly) every tuple of the SNIP's range toward it in TIME_WAIT.
+    assert!(
+        total > 2 * 55_000,
+        "the port range wrapped twice: {total} connections ({completed:?})"
+    );
+    assert!(
+        time_wait >= 50_000,
+        "the service holds the SNIP's tuples in TIME_WAIT: {time_wait}"
+    );
+    let (first, last) = (completed[0], completed[completed.len() - 1]);
+    assert!(
+        last * 10 >= first * 9,
+        "the last 10 s keep 90 % of the first 10 s: {completed:?} (ticks stolen {stolen:?})"
     );
     assert!(
         syn_retransmissions * 1000 <= total,
         "{syn_retransmissions} of {total} SYNs had to be resent"
     );
-    // The rate itself also depends on the lab's clients and backends, which share this
-    // machine's other core, hold every connection of the test in TIME_WAIT, and whose TCP
-    // stacks fulcrumd's sends run in softirq; and on the hypervisor, which at times takes a
-    // third to a half of the cores' ticks for a minute: on CI the last 20 s did 82 % of the
-    // first 20 s (83 % in a run of the whole suite here) while fulcrumd's user time per
-    // connection stayed flat, and rating each run against a gauge straight to a backend did
-    // not steady it (the gauge moved as much). A faster engine starts higher and ends where
-    // the kernel's share holds it: on CI the last 20 s did 73.5 % of a 220 k start, with no
-    // SYN resent, little steal, and fulcrumd's system time per connection (the hosts' TCP)
-    // up from 37 to 49 µs. It must not collapse (the defect made it a sixth); the 90 % goal
-    // is `scripts/wrap-bench.sh`'s, a benchmark. Two runs at each end, as one 10 s run on
-    // this shared machine can be 10 % off on its own.
-    let (first, last) = (rates[0] + rates[1], rates[4] + rates[5]);
-    assert!(
-        last * 5 >= first * 3,
-        "the last 20 s keep 60 % of the first 20 s: {rates:?} (ticks stolen {stolen:?})"
-    );
     let stat = String::from_utf8_lossy(&lab.ctl(&["stat", "lb", "vserver"]).stdout).into_owned();
     assert!(!stat.contains("NAT ports exhausted"), "{stat}");
+}
+
+/// hey's status code distribution: (code, responses) per line `  [200]\t20000 responses`.
+fn hey_answers(text: &str) -> Vec<(u16, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (code, rest) = l.trim().strip_prefix('[')?.split_once(']')?;
+            let n = rest.trim().strip_suffix(" responses")?;
+            Some((code.parse().ok()?, n.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 /// A process a test started, ended by its PID when the test ends (also when it fails).
