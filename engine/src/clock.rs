@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 #[derive(Clone, Debug)]
 enum Source {
@@ -13,19 +13,31 @@ enum Source {
     Manual(Arc<AtomicU64>),
 }
 
-/// Time since the daemon started (or since a test's clock was made).
+/// Time since the daemon started (or since a test's clock was made), and the wall clock at
+/// that start.
 #[derive(Clone, Debug)]
-pub struct Clock(Source);
+pub struct Clock(Source, u64);
 
 impl Clock {
     /// The system's monotonic clock, from now.
     pub fn monotonic() -> Self {
-        Self(Source::Monotonic(Instant::now()))
+        // Read together: the wall clock moves only this once into the daemon's time.
+        let wall_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Self(Source::Monotonic(Instant::now()), wall_ms)
     }
 
     /// A clock at 0 that moves only when told to.
     pub fn manual() -> Self {
-        Self(Source::Manual(Arc::new(AtomicU64::new(0))))
+        Self(Source::Manual(Arc::new(AtomicU64::new(0))), 0)
+    }
+
+    /// The wall clock (milliseconds since 1970) when this clock was at 0; 0 for a manual
+    /// clock. What must keep growing across restarts of the daemon, and agree between
+    /// nodes, counts from here (the TCP timestamps toward services).
+    pub fn wall_ms_at_zero(&self) -> u64 {
+        self.1
     }
 
     /// Moves a manual clock forward by `ms` (a monotonic clock moves by itself).
@@ -64,5 +76,8 @@ mod tests {
             real.now_ms() < 10_000,
             "a monotonic clock is not moved by hand"
         );
+        // 2020-01-01 in ms: the daemon's clock starts at the wall clock's now.
+        assert!(real.wall_ms_at_zero() > 1_577_836_800_000);
+        assert_eq!(clock.wall_ms_at_zero(), 0);
     }
 }

@@ -252,6 +252,7 @@ pub fn run(
         if let Some(n) = profile.flows.embryonic {
             worker.set_embryonic_limit(n as usize);
         }
+        worker.set_timestamp_origin(clock.wall_ms_at_zero());
         worker.share_drops(Arc::clone(&drops));
         worker.share_neighbours(Arc::clone(&neighbours));
         if let Some(rss) = &rss {

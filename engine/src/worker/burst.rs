@@ -581,7 +581,9 @@ impl Worker {
             active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
-            ts_shift: tsval.map_or(0, |tsval| ts_base(now_ms).wrapping_sub(tsval)),
+            ts_shift: tsval.map_or(0, |tsval| {
+                ts_base(self.timestamp_origin_ms.wrapping_add(now_ms)).wrapping_sub(tsval)
+            }),
             nat_delta: wire::NatDelta::new(
                 [(ip.src, ip.src_port), (ip.dst, ip.dst_port)],
                 [(snip, nat_port), service_addr],
@@ -871,13 +873,15 @@ fn allocate_source(
 /// TIME_WAIT is reused anyway.
 const TIME_WAIT_LOOKS: usize = 8;
 
-/// The timestamp a new flow's first segment carries toward its service: the worker's clock at
-/// 4 ticks a millisecond. Clients tick at most 1 kHz (RFC 7323 recommends 1 ms to 1 s), so
-/// every later flow on a SNAT tuple starts above where the previous one ended, and a service
-/// holding the tuple in TIME_WAIT accepts its SYN.
+/// The timestamp a new flow's first segment carries toward its service: the wall clock as the
+/// daemon started plus the daemon's time since (`wall_ms`), at 4 ticks a millisecond. Clients
+/// tick at most 1 kHz (RFC 7323 recommends 1 ms to 1 s), so every later flow on a SNAT tuple
+/// starts above where the previous one ended, also after a restart, and a service holding the
+/// tuple in TIME_WAIT accepts its SYN. 32 bits wrap every 12.4 days; PAWS compares halves of
+/// that (RFC 7323 §5.2), far beyond any TIME_WAIT.
 #[inline]
-fn ts_base(now_ms: u64) -> u32 {
-    (now_ms.wrapping_mul(4) as u32).wrapping_add(1)
+fn ts_base(wall_ms: u64) -> u32 {
+    (wall_ms.wrapping_mul(4) as u32).wrapping_add(1)
 }
 
 /// After a flow's TCP progress: a closed connection is no longer an active transaction,

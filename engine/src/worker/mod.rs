@@ -147,6 +147,9 @@ pub struct Worker {
     last_cookie_s: Option<u64>,
     /// SYN cookies under pressure go on until then (seconds).
     cookies_until_s: u64,
+    /// The wall clock (ms) at the daemon clock's zero: the TCP timestamps toward services
+    /// count from it, so they keep growing across restarts (see `burst::ts_base`).
+    timestamp_origin_ms: u64,
 }
 
 /// A quarter of the table: a SYN flood churns through that part, and the rest stays for
@@ -202,6 +205,7 @@ impl Worker {
             next_source: 0,
             last_cookie_s: None,
             cookies_until_s: 0,
+            timestamp_origin_ms: 0,
         };
         w.set_tables(setup.tables);
         w
@@ -223,6 +227,16 @@ impl Worker {
     /// `[flows] embryonic`; a quarter of the table unless set).
     pub fn set_embryonic_limit(&mut self, limit: usize) {
         self.embryonic_limit = limit.max(1);
+    }
+
+    /// The wall clock (ms since 1970) at the zero of the clock `now_ms` is read from (the
+    /// daemon's [`crate::clock::Clock::wall_ms_at_zero`]). The TCP timestamps a new flow
+    /// carries toward its service count from there: a restarted daemon goes on above where
+    /// the last one stopped (counting from its own start, it began below, and services still
+    /// holding its tuples in TIME_WAIT refused its SYNs for a minute), and so does another
+    /// node whose clock agrees.
+    pub fn set_timestamp_origin(&mut self, wall_ms_at_zero: u64) {
+        self.timestamp_origin_ms = wall_ms_at_zero;
     }
 
     pub fn ports(&self) -> usize {
