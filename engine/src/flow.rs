@@ -235,7 +235,8 @@ pub struct Flow {
     pub ts_shift: u32,
     /// The checksum change of the rewrite toward the service (and, undone, back).
     pub nat_delta: NatDelta,
-    /// A connection the SYN proxy opened (SYN cookies): see [`Proxy`].
+    /// A connection the SYN proxy opened (SYN cookies), or one renumbered toward its
+    /// service: see [`Proxy`].
     pub proxy: Proxy,
 }
 
@@ -261,6 +262,26 @@ pub enum Proxy {
         toward_client: u32,
         toward_service: u32,
     },
+    /// An ordinary flow whose client sent no TCP timestamps: its sequence numbers toward the
+    /// service are moved by `toward_service` onto a clock of the SNAT tuple's own (see
+    /// `syncookie::service_isn`), so each connection on a tuple starts above the last and a
+    /// service still holding the tuple in TIME_WAIT accepts its SYN (RFC 9293 §3.6.1).
+    Renumbered { toward_service: u32 },
+}
+
+impl Proxy {
+    /// What the flow's frames add to sequence numbers: `(toward_client, toward_service)`, 0
+    /// where nothing moves.
+    pub fn shifts(self) -> (u32, u32) {
+        match self {
+            Self::Shifted {
+                toward_client,
+                toward_service,
+            } => (toward_client, toward_service),
+            Self::Renumbered { toward_service } => (0, toward_service),
+            Self::Off | Self::AwaitingService { .. } => (0, 0),
+        }
+    }
 }
 
 /// The hashes ([`FlowKey::hash`]) of a flow's two keys, computed once where the flow is made
@@ -336,7 +357,9 @@ impl Flow {
     pub fn gives_way(&self) -> bool {
         match self.proto {
             Proto::Tcp => {
-                self.tcp.is_closed() || (!self.tcp.server_answered() && self.proxy == Proxy::Off)
+                self.tcp.is_closed()
+                    || (!self.tcp.server_answered()
+                        && matches!(self.proxy, Proxy::Off | Proxy::Renumbered { .. }))
             }
             _ => !self.tcp.server_answered(),
         }

@@ -39,11 +39,45 @@ fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
 /// the service-side 4-tuple (`(SNIP, SNAT port)`, service). One SNAT tuple's SYNs are
 /// numbered ever higher, so a service still holding the tuple in TIME_WAIT takes the next one
 /// (a SYN above the old connection's last sequence number is accepted, RFC 9293 §3.6.1).
+/// The tuple goes to the hash as two words (two SipHash writes, not one per field).
+#[inline]
 pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
+    let ((snip, snat_port), (service, service_port)) = tuple;
     let mut h = keys().build_hasher();
-    0xf1u8.hash(&mut h);
-    tuple.hash(&mut h);
+    h.write_u64(u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service)));
+    h.write_u32(u32::from(snat_port) << 16 | u32::from(service_port));
     (h.finish() as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
+}
+
+/// The ISN toward the service of a renumbered flow (a client without timestamps): like
+/// [`service_isn`], a 4-µs clock plus a keyed hash of the service-side 4-tuple, but the hash
+/// is two multiplies folded (ahash's construction) under the process's random keys instead of
+/// SipHash, as every such new flow pays it: it hides the tuple's offset from an off-path
+/// guesser, and the numbers are seen only on the path between the SNIP and the service.
+#[inline]
+pub fn renumbered_isn(tuple: Tuple, now_ms: u64) -> u32 {
+    let ((snip, snat_port), (service, service_port)) = tuple;
+    let k = fold_keys();
+    let a = u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service));
+    let b = u64::from(snat_port) << 16 | u64::from(service_port);
+    let h = folded_multiply(folded_multiply(a ^ k[0], b ^ k[1]) ^ k[2], k[3]);
+    (h as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
+}
+
+/// Four random words for [`renumbered_isn`], drawn once per process.
+fn fold_keys() -> &'static [u64; 4] {
+    static KEYS: OnceLock<[u64; 4]> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let state = std::collections::hash_map::RandomState::new();
+        std::array::from_fn(|i| state.hash_one(i) | 1)
+    })
+}
+
+/// The 128-bit product of `x` and `y`, its two halves XORed.
+#[inline]
+fn folded_multiply(x: u64, y: u64) -> u64 {
+    let product = u128::from(x) * u128::from(y);
+    (product as u64) ^ ((product >> 64) as u64)
 }
 
 /// The cookie for a SYN from `tuple.0` to `tuple.1` with sequence number `client_isn`,
@@ -130,13 +164,16 @@ mod tests {
             (Ipv4Addr::new(198, 18, 0, 2), 40_001),
             (Ipv4Addr::new(198, 18, 0, 11), 80),
         );
-        let first = service_isn(a, 1_000);
-        // 250 per millisecond: a second later the tuple's ISN is 250,000 higher.
-        assert_eq!(service_isn(a, 2_000).wrapping_sub(first), 250_000);
+        for isn in [service_isn, renumbered_isn] {
+            let first = isn(a, 1_000);
+            // 250 per millisecond: a second later the tuple's ISN is 250,000 higher.
+            assert_eq!(isn(a, 2_000).wrapping_sub(first), 250_000);
+            assert_ne!(isn(b, 1_000), first, "another tuple, another offset");
+        }
         assert_ne!(
-            service_isn(b, 1_000),
-            first,
-            "another tuple, another offset"
+            service_isn(a, 1_000),
+            renumbered_isn(a, 1_000),
+            "keyed apart"
         );
     }
 }

@@ -680,6 +680,9 @@ fn a_down_service_has_its_flows_flushed_with_resets_both_ways() {
     lab.run(&mut syn);
     let (_, snat, service, _) = tcp_out(&syn);
     assert_eq!(service, (backend(1), 80));
+    // The client's 1000 as the service counts it (a client without timestamps is
+    // renumbered toward the service).
+    let service_seq = numbers_of(&syn).0;
     // Not UP but not decided DOWN either (a monitor just bound): the flow goes on.
     lab.health.set_up(0, false);
     let mut data = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"GET /");
@@ -690,13 +693,13 @@ fn a_down_service_has_its_flows_flushed_with_resets_both_ways() {
     assert_eq!(lab.run(&mut data), Verdict::Drop(DropReason::Flushed));
     let resets = queued_resets(&mut lab);
     // To the client from the VIP with the sequence number it acknowledged (1), to the service
-    // from the SNIP with the client's (1000).
+    // from the SNIP with the client's (1000, as the service counts it).
     assert!(
         resets.contains(&(CLIENT_MAC, (VIP, 80), client, 1)),
         "{resets:?}"
     );
     assert!(
-        resets.contains(&(backend_mac(1), snat, service, 1000)),
+        resets.contains(&(backend_mac(1), snat, service, service_seq)),
         "{resets:?}"
     );
     assert_eq!(lab.worker.stats.flows_flushed, 1);
@@ -997,6 +1000,121 @@ fn timestamps_toward_services_only_grow_and_echoes_come_back_unchanged() {
         sent[1].wrapping_sub(sent[0]) < u32::MAX / 2 && sent[1] != sent[0],
         "a later flow carries a later timestamp whatever the client's clock: {sent:?}"
     );
+}
+
+/// A TCP segment's sequence and acknowledgement numbers.
+fn numbers_of(f: &[u8]) -> (u32, u32) {
+    let t = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+    (t.sequence_number(), t.acknowledgment_number())
+}
+
+/// The SACK blocks of a TCP segment.
+fn sack_of(f: &[u8]) -> Vec<(u32, u32)> {
+    let t = TcpHeaderSlice::from_slice(&f[34..]).unwrap();
+    t.options_iterator()
+        .find_map(|o| match o {
+            Ok(etherparse::TcpOptionElement::SelectiveAcknowledgement(first, rest)) => Some(
+                std::iter::once(first)
+                    .chain(rest.into_iter().flatten())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_client_without_timestamps_is_renumbered_toward_the_service_and_back() {
+    let mut lab = Lab::new(CONFIG, 64);
+    // The service sees sequence numbers off the SNAT tuple's clock, the client its own
+    // numbers back, SACK blocks included.
+    let client = (CLIENT, 44_000);
+    let mut syn = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Syn, b"");
+    assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+    let (_, snat, service, _) = tcp_out(&syn);
+    let (isn, _) = numbers_of(&syn);
+    assert_ne!(isn, 1000, "the client's ISN moved onto the tuple's clock");
+    // The service answers with its own ISN 5000, acknowledging the renumbered SYN; then an
+    // ACK with a SACK block over the client's bytes 1001..1101 as it counts them.
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2(backend_mac(1), LB_MAC)
+        .ipv4(service.0.octets(), snat.0.octets(), 64)
+        .tcp(service.1, snat.1, 5000, 65535)
+        .syn()
+        .ack(isn.wrapping_add(1))
+        .write(&mut v, b"")
+        .unwrap();
+    assert_eq!(lab.run(&mut v), Verdict::Tx { port: 0 });
+    tcp_out(&v); // checksums verified
+    assert_eq!(
+        numbers_of(&v),
+        (5000, 1001),
+        "the client's own numbers back"
+    );
+    let answer = PacketBuilder::ethernet2(backend_mac(1), LB_MAC)
+        .ipv4(service.0.octets(), snat.0.octets(), 64)
+        .tcp(service.1, snat.1, 5001, 65535)
+        .ack(isn.wrapping_add(1))
+        .options(&[
+            etherparse::TcpOptionElement::Noop,
+            etherparse::TcpOptionElement::Noop,
+            etherparse::TcpOptionElement::SelectiveAcknowledgement(
+                (isn.wrapping_add(101), isn.wrapping_add(201)),
+                [
+                    Some((isn.wrapping_add(301), isn.wrapping_add(401))),
+                    None,
+                    None,
+                ],
+            ),
+        ])
+        .unwrap();
+    let mut v = Vec::new();
+    answer.write(&mut v, b"").unwrap();
+    assert_eq!(lab.run(&mut v), Verdict::Tx { port: 0 });
+    tcp_out(&v);
+    assert_eq!(numbers_of(&v), (5001, 1001));
+    assert_eq!(sack_of(&v), [(1101, 1201), (1301, 1401)]);
+    // The client's data goes on renumbered; its acknowledgements of the service's bytes
+    // are the service's own numbers.
+    let mut data = tcp(CLIENT_MAC, client, (VIP, 80), Flags::Ack, b"GET /");
+    assert_eq!(lab.run(&mut data), Verdict::Tx { port: 0 });
+    tcp_out(&data);
+    assert_eq!(numbers_of(&data), (isn, 1));
+}
+
+#[test]
+fn connections_on_one_snat_tuple_without_timestamps_start_ever_higher() {
+    // One service: once the worker's ports have all been used within the minute, the first
+    // comes back to the same service, which may still hold it in TIME_WAIT. Its next
+    // connection's sequence numbers start above the last one's, so the service takes it.
+    let config =
+        format!("{CONFIG}add lb vserver one HTTP 198.18.0.100 81\nbind lb vserver one s1\n");
+    let mut lab = Lab::new(&config, 64);
+    let mut first = None;
+    for n in 0..70_000u32 {
+        lab.now += 1;
+        let client = (CLIENT, 1024 + (n % 60_000) as u16);
+        let mut syn = tcp(CLIENT_MAC, client, (VIP, 81), Flags::Syn, b"");
+        assert_eq!(lab.run(&mut syn), Verdict::Tx { port: 0 });
+        let (_, snat, _, _) = tcp_out(&syn);
+        let (isn, _) = numbers_of(&syn);
+        match first {
+            None => first = Some((snat, isn)),
+            Some((port, old)) if port == snat => {
+                let ahead = isn.wrapping_sub(old);
+                assert!(
+                    ahead > 1 && ahead < 1 << 31,
+                    "connection {n} on {snat:?}: {old} then {isn}"
+                );
+                return;
+            }
+            Some(_) => {}
+        }
+        // The connection ends: its port goes back to the pool.
+        let mut rst = tcp(CLIENT_MAC, client, (VIP, 81), Flags::Rst, b"");
+        lab.run(&mut rst);
+    }
+    panic!("the first SNAT tuple never came back");
 }
 
 /// The services a vserver by `method` gives SYNs from these client addresses and ports.

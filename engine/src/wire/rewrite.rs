@@ -316,31 +316,65 @@ pub fn shift_timestamp(frame: &mut [u8], p: &Ipv4, which: Timestamp, shift: u32)
         Timestamp::Value => at,
         Timestamp::Echo => at + 4,
     };
+    let shift = match which {
+        Timestamp::Value => shift,
+        Timestamp::Echo => shift.wrapping_neg(),
+    };
     let sum = tcp.checksum();
     let b = tcp.into_inner();
-    let Some(field) = b.get_mut(at..at + 4) else {
+    if let Some(sum) = add_to_option_u32(b, at, shift, sum) {
+        TcpPacket::new_unchecked(b).set_checksum(sum);
+    }
+}
+
+/// Adds `shift` (wrapping) to both edges of every block of a TCP segment's SACK option,
+/// adjusting its (complete) checksum: the blocks acknowledge sequence numbers of the other
+/// side, which a renumbered flow moves.
+pub fn shift_sack(frame: &mut [u8], p: &Ipv4, shift: u32) {
+    if p.proto != Proto::Tcp {
+        return;
+    }
+    let Some(segment) = frame.get_mut(p.l4..) else {
         return;
     };
-    let old = [field[0], field[1], field[2], field[3]];
-    let value = u32::from_be_bytes(old);
-    let new = match which {
-        Timestamp::Value => value.wrapping_add(shift),
-        Timestamp::Echo => value.wrapping_sub(shift),
+    let Ok(tcp) = TcpPacket::new_checked(segment) else {
+        return;
+    };
+    let Some((at, blocks)) = tcp.sack_blocks_at() else {
+        return;
+    };
+    let mut sum = tcp.checksum();
+    let b = tcp.into_inner();
+    for edge in 0..blocks * 2 {
+        match add_to_option_u32(b, at + 4 * edge, shift, sum) {
+            Some(s) => sum = s,
+            None => return,
+        }
     }
-    .to_be_bytes();
+    TcpPacket::new_unchecked(b).set_checksum(sum);
+}
+
+/// Adds `shift` to the big-endian 32-bit number at `at` of a TCP segment (an option's, so
+/// not necessarily at an even offset) and returns the checksum `sum` adjusted for it.
+fn add_to_option_u32(b: &mut [u8], at: usize, shift: u32, sum: u16) -> Option<u16> {
+    let field = b.get_mut(at..at + 4)?;
+    let old = [field[0], field[1], field[2], field[3]];
+    let new = u32::from_be_bytes(old).wrapping_add(shift).to_be_bytes();
     field.copy_from_slice(&new);
-    // The option starts at an even offset after NOP NOP in practice, but not always: adjust
-    // over the aligned words that hold the four bytes.
+    // Options start at even offsets after NOPs in practice, but not always: adjust over the
+    // aligned words that hold the four bytes.
     let start = at & !1;
-    let end = (at + 4 + 1) & !1;
+    let end = ((at + 4 + 1) & !1).min(b.len());
+    if end < at + 4 {
+        return None;
+    }
     let mut before = [0u8; 6];
     let mut after = [0u8; 6];
     let n = end - start;
     after[..n].copy_from_slice(&b[start..end]);
     before[..n].copy_from_slice(&b[start..end]);
     before[at - start..at - start + 4].copy_from_slice(&old);
-    let sum = checksum::adjust(sum, &before[..n], &after[..n]);
-    TcpPacket::new_unchecked(b).set_checksum(sum);
+    Some(checksum::adjust(sum, &before[..n], &after[..n]))
 }
 
 /// The MSS option of a TCP segment (a SYN's offer).
@@ -360,28 +394,44 @@ pub enum Sequence {
 
 /// Adds `shift` (wrapping) to a TCP segment's sequence or acknowledgement number, adjusting
 /// its (complete) checksum: the SYN proxy's translation between the numbers its cookie gave
-/// the client and those the service chose.
+/// the client and those the service chose, and a renumbered flow's. Every frame of such a
+/// flow comes here, so the header is taken as one fixed-size array (one bound check).
+#[inline(always)]
 pub fn shift_sequence(frame: &mut [u8], p: &Ipv4, which: Sequence, shift: u32) {
     if p.proto != Proto::Tcp {
         return;
     }
-    let Some(segment) = frame.get_mut(p.l4..) else {
+    let Some(header) = frame
+        .get_mut(p.l4..)
+        .and_then(|s| s.first_chunk_mut::<MIN_TCP_HEADER_LEN>())
+    else {
         return;
     };
-    let Ok(mut tcp) = TcpPacket::new_checked(segment) else {
-        return;
+    let at = match which {
+        Sequence::Seq => 4,
+        Sequence::Ack => 8,
     };
-    let old = match which {
-        Sequence::Seq => tcp.seq_number(),
-        Sequence::Ack => tcp.ack_number(),
-    };
+    let old = u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
     let new = old.wrapping_add(shift);
-    match which {
-        Sequence::Seq => tcp.set_seq_number(new),
-        Sequence::Ack => tcp.set_ack_number(new),
+    header[at..at + 4].copy_from_slice(&new.to_be_bytes());
+    let delta = checksum::Delta::double(old, new);
+    let sum = delta.apply(u16::from_be_bytes([header[16], header[17]]));
+    header[16..18].copy_from_slice(&sum.to_be_bytes());
+}
+
+/// The TCP header without options.
+const MIN_TCP_HEADER_LEN: usize = 20;
+
+/// A TCP segment's sequence number (`None` if it is not TCP or too short).
+#[inline]
+pub fn tcp_seq(frame: &[u8], p: &Ipv4) -> Option<u32> {
+    if p.proto != Proto::Tcp {
+        return None;
     }
-    let sum = checksum::adjust(tcp.checksum(), &old.to_be_bytes(), &new.to_be_bytes());
-    tcp.set_checksum(sum);
+    let header = frame.get(p.l4..)?.first_chunk::<MIN_TCP_HEADER_LEN>()?;
+    Some(u32::from_be_bytes([
+        header[4], header[5], header[6], header[7],
+    ]))
 }
 
 /// A TCP segment's sequence and acknowledgement numbers and the sequence space it uses

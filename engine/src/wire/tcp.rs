@@ -25,6 +25,7 @@ pub const FLAG_ACK: u8 = 0x10;
 const OPTION_END: u8 = 0;
 const OPTION_NOP: u8 = 1;
 pub const OPTION_MSS: u8 = 2;
+const OPTION_SACK: u8 = 5;
 const OPTION_TIMESTAMPS: u8 = 8;
 
 super::view!(
@@ -101,8 +102,22 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
     }
 
+    /// Where the SACK option's blocks start (kind 5; each block two 32-bit sequence numbers,
+    /// left and right edge) and how many it holds, if the segment has one.
+    pub fn sack_blocks_at(&self) -> Option<(usize, usize)> {
+        let (at, len) = self.find_option(OPTION_SACK, |len| len >= 10 && (len - 2) % 8 == 0)?;
+        Some((at, (len - 2) / 8))
+    }
+
     /// Where the value of option `kind` of length `want` starts, if the segment has it.
     fn option_at(&self, want_kind: u8, want_len: usize) -> Option<usize> {
+        self.find_option(want_kind, |len| len == want_len)
+            .map(|(at, _)| at)
+    }
+
+    /// Where the value of option `want_kind` starts and its whole length, for the first
+    /// such option whose length `fits`.
+    fn find_option(&self, want_kind: u8, fits: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
         let b = self.buffer.as_ref();
         let end = self.header_len().min(b.len());
         let mut at = field::MIN_HEADER_END;
@@ -115,8 +130,8 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
                     if len < 2 || at + len > end {
                         return None;
                     }
-                    if kind == want_kind && len == want_len {
-                        return Some(at + 2);
+                    if kind == want_kind && fits(len) {
+                        return Some((at + 2, len));
                     }
                     at += len;
                 }

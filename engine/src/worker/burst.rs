@@ -564,6 +564,24 @@ impl Worker {
             )?
         };
         let snip = if svc.usip { ip.src } else { pool };
+        let wall_ms = self.timestamp_origin_ms.wrapping_add(now_ms);
+        // Without timestamps, a SYN on a tuple the service holds in TIME_WAIT is accepted only
+        // if its sequence number is above the old connection's: the engine numbers it from
+        // the tuple's own clock, which only grows. (With USIP the tuple is the client's own,
+        // numbered by the client as on a direct connection.)
+        let proxy = match proxied {
+            Some(p) => p,
+            None if avoid_time_wait && !svc.usip => {
+                wire::tcp_seq(frame, ip).map_or(Proxy::Off, |seq| Proxy::Renumbered {
+                    toward_service: crate::syncookie::renumbered_isn(
+                        ((snip, nat_port), service_addr),
+                        wall_ms,
+                    )
+                    .wrapping_sub(seq),
+                })
+            }
+            None => Proxy::Off,
+        };
         let flow = Flow {
             proto: ip.proto,
             client: (ip.src, ip.src_port),
@@ -581,14 +599,12 @@ impl Worker {
             active: true,
             timeouts: svc.timeouts,
             last_seen: now_ms,
-            ts_shift: tsval.map_or(0, |tsval| {
-                ts_base(self.timestamp_origin_ms.wrapping_add(now_ms)).wrapping_sub(tsval)
-            }),
+            ts_shift: tsval.map_or(0, |tsval| ts_base(wall_ms).wrapping_sub(tsval)),
             nat_delta: wire::NatDelta::new(
                 [(ip.src, ip.src_port), (ip.dst, ip.dst_port)],
                 [(snip, nat_port), service_addr],
             ),
-            proxy: proxied.unwrap_or_default(),
+            proxy,
         };
         let hashes = KeyHashes {
             client: key_hash,
@@ -696,13 +712,13 @@ impl Worker {
                 if flow.ts_shift != 0 {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Value, flow.ts_shift);
                 }
-                if let Proxy::Shifted {
-                    toward_client,
-                    toward_service,
-                } = flow.proxy
-                {
+                if flow.proxy != Proxy::Off {
+                    let (toward_client, toward_service) = flow.proxy.shifts();
                     wire::shift_sequence(frame, ip, wire::Sequence::Seq, toward_service);
-                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, toward_client);
+                    if toward_client != 0 {
+                        wire::shift_sequence(frame, ip, wire::Sequence::Ack, toward_client);
+                        wire::shift_sack(frame, ip, toward_client);
+                    }
                 }
                 (flow.resolved_hop.port, flow.resolved_hop.mac)
             }
@@ -712,23 +728,15 @@ impl Worker {
                 if flow.ts_shift != 0 {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, flow.ts_shift);
                 }
-                if let Proxy::Shifted {
-                    toward_client,
-                    toward_service,
-                } = flow.proxy
-                {
-                    wire::shift_sequence(
-                        frame,
-                        ip,
-                        wire::Sequence::Seq,
-                        toward_client.wrapping_neg(),
-                    );
-                    wire::shift_sequence(
-                        frame,
-                        ip,
-                        wire::Sequence::Ack,
-                        toward_service.wrapping_neg(),
-                    );
+                if flow.proxy != Proxy::Off {
+                    let (toward_client, toward_service) = flow.proxy.shifts();
+                    if toward_client != 0 {
+                        let back = toward_client.wrapping_neg();
+                        wire::shift_sequence(frame, ip, wire::Sequence::Seq, back);
+                    }
+                    let back = toward_service.wrapping_neg();
+                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, back);
+                    wire::shift_sack(frame, ip, back);
                 }
                 (flow.client_port, flow.client_mac)
             }

@@ -99,9 +99,12 @@ impl Worker {
             && !ip.tcp.rst
         {
             let (client, server) = self.legs(&flow);
-            let (sender, peer) = match side {
-                Side::Client => (Some(client), server),
-                Side::Server => (server, Some(client)),
+            // The sender's numbers as its peer counts them (a renumbered or proxied flow's
+            // two sides number the same bytes differently).
+            let (toward_client, toward_service) = flow.proxy.shifts();
+            let (sender, peer, to_peer) = match side {
+                Side::Client => (Some(client), server, toward_service),
+                Side::Server => (server, Some(client), toward_client.wrapping_neg()),
             };
             if let Some(leg) = sender {
                 let (seq, ack) = if ip.tcp.ack {
@@ -112,7 +115,7 @@ impl Worker {
                 self.queue_rst(leg, seq, ack);
             }
             if let Some(leg) = peer {
-                self.queue_rst(leg, n.seq, None);
+                self.queue_rst(leg, n.seq.wrapping_add(to_peer), None);
             }
         }
         Verdict::Drop(DropReason::Flushed)

@@ -163,7 +163,8 @@ impl Worker {
             cookie, client_isn, ..
         } = flow.proxy
         {
-            let service_isn = syncookie::service_isn((flow.snip, flow.service_addr), now_ms);
+            let wall_ms = self.timestamp_origin_ms.wrapping_add(now_ms);
+            let service_isn = syncookie::service_isn((flow.snip, flow.service_addr), wall_ms);
             self.set_proxy(
                 slot,
                 Proxy::AwaitingService {
