@@ -58,7 +58,7 @@ impl FlowKey {
 
 /// The 128-bit product of `x` and `y`, its two halves XORed.
 #[inline]
-fn folded_multiply(x: u64, y: u64) -> u64 {
+pub(crate) fn folded_multiply(x: u64, y: u64) -> u64 {
     let product = u128::from(x) * u128::from(y);
     (product as u64) ^ ((product >> 64) as u64)
 }
@@ -264,7 +264,7 @@ pub enum Proxy {
     },
     /// An ordinary flow whose client sent no TCP timestamps: its sequence numbers toward the
     /// service are moved by `toward_service` onto a clock of the SNAT tuple's own (see
-    /// `syncookie::service_isn`), so each connection on a tuple starts above the last and a
+    /// `syncookie::renumbered_isn`), so each connection on a tuple starts above the last and a
     /// service still holding the tuple in TIME_WAIT accepts its SYN (RFC 9293 §3.6.1).
     Renumbered { toward_service: u32 },
 }

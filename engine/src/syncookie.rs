@@ -57,6 +57,7 @@ pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
 #[inline]
 pub fn renumbered_isn(tuple: Tuple, now_ms: u64) -> u32 {
     let ((snip, snat_port), (service, service_port)) = tuple;
+    use crate::flow::folded_multiply;
     let k = fold_keys();
     let a = u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service));
     let b = u64::from(snat_port) << 16 | u64::from(service_port);
@@ -71,13 +72,6 @@ fn fold_keys() -> &'static [u64; 4] {
         let state = std::collections::hash_map::RandomState::new();
         std::array::from_fn(|i| state.hash_one(i) | 1)
     })
-}
-
-/// The 128-bit product of `x` and `y`, its two halves XORed.
-#[inline]
-fn folded_multiply(x: u64, y: u64) -> u64 {
-    let product = u128::from(x) * u128::from(y);
-    (product as u64) ^ ((product >> 64) as u64)
 }
 
 /// The cookie for a SYN from `tuple.0` to `tuple.1` with sequence number `client_isn`,

@@ -364,10 +364,8 @@ fn add_to_option_u32(b: &mut [u8], at: usize, shift: u32, sum: u16) -> Option<u1
     // Options start at even offsets after NOPs in practice, but not always: adjust over the
     // aligned words that hold the four bytes.
     let start = at & !1;
+    // (`get_mut` above proved `at + 4 <= len`; a last odd byte is summed as padded.)
     let end = ((at + 4 + 1) & !1).min(b.len());
-    if end < at + 4 {
-        return None;
-    }
     let mut before = [0u8; 6];
     let mut after = [0u8; 6];
     let n = end - start;
