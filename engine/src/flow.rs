@@ -264,7 +264,7 @@ pub enum Proxy {
     },
     /// An ordinary flow whose client sent no TCP timestamps: its sequence numbers toward the
     /// service are moved by `toward_service` onto a clock of the SNAT tuple's own (see
-    /// `syncookie::renumbered_isn`), so each connection on a tuple starts above the last and a
+    /// `syncookie::service_isn`), so each connection on a tuple starts above the last and a
     /// service still holding the tuple in TIME_WAIT accepts its SYN (RFC 9293 §3.6.1).
     Renumbered { toward_service: u32 },
 }

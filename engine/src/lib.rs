@@ -29,7 +29,8 @@
 //!   the programs of the profile's devices and each worker's ports; [`nic`] — MAC, partial
 //!   checksums, RSS read through ethtool.
 //! * [`daemon`], [`cli`] (its flags), [`profile`], [`metrics`], [`replay`], [`l2fwd`] (the I/O floor),
-//!   [`clock`] (the one clock, passed down), [`error`] (the one error type), [`logging`]
+//!   [`clock`] (the one clock, passed down), [`isn_secret`] (the sequence-number secret
+//!   kept across restarts), [`error`] (the one error type), [`logging`]
 //!   (levels, targets, journald priorities), [`notify`] (systemd's readiness protocol).
 //!
 //! ## Layering (what may depend on what)
@@ -57,6 +58,7 @@ pub mod daemon;
 pub mod drain;
 pub mod error;
 pub mod flow;
+pub mod isn_secret;
 /// What the monitor core publishes (lives in the monitors crate).
 pub use monitors::publish as health;
 pub mod l2fwd;

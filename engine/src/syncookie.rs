@@ -35,40 +35,38 @@ fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
     (h.finish() as u32) & ((1 << HASH_BITS) - 1)
 }
 
-/// The ISN of the engine's SYN to a service (RFC 6528): a 4-µs clock plus a keyed hash of
-/// the service-side 4-tuple (`(SNIP, SNAT port)`, service). One SNAT tuple's SYNs are
+/// The ISN toward a service of a SNAT tuple (`(SNIP, SNAT port)`, service), RFC 6528's: a
+/// 4-µs clock (`now_ms` is the wall clock) plus a keyed hash of the tuple. One tuple's SYNs are
 /// numbered ever higher, so a service still holding the tuple in TIME_WAIT takes the next one
-/// (a SYN above the old connection's last sequence number is accepted, RFC 9293 §3.6.1).
-/// The tuple goes to the hash as two words (two SipHash writes, not one per field).
+/// (a SYN above the old connection's last sequence number is accepted, RFC 9293 §3.6.1): the
+/// engine's own SYNs of the SYN proxy, and the SYNs of clients without timestamps, which are
+/// renumbered. The hash is two multiplies folded (ahash's construction) rather than SipHash, as
+/// every renumbered new flow pays it: it hides the tuple's offset from an off-path guesser, and
+/// the numbers are seen only between the SNIP and the service. Its secret is the one the
+/// daemon keeps across restarts ([`keep_isn_secret`]), so a new daemon continues above.
 #[inline]
 pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
     let ((snip, snat_port), (service, service_port)) = tuple;
-    let mut h = keys().build_hasher();
-    h.write_u64(u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service)));
-    h.write_u32(u32::from(snat_port) << 16 | u32::from(service_port));
-    (h.finish() as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
-}
-
-/// The ISN toward the service of a renumbered flow (a client without timestamps): like
-/// [`service_isn`], a 4-µs clock plus a keyed hash of the service-side 4-tuple, but the hash
-/// is two multiplies folded (ahash's construction) under the process's random keys instead of
-/// SipHash, as every such new flow pays it: it hides the tuple's offset from an off-path
-/// guesser, and the numbers are seen only on the path between the SNIP and the service.
-#[inline]
-pub fn renumbered_isn(tuple: Tuple, now_ms: u64) -> u32 {
-    let ((snip, snat_port), (service, service_port)) = tuple;
     use crate::flow::folded_multiply;
-    let k = fold_keys();
+    let k = isn_secret();
     let a = u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service));
     let b = u64::from(snat_port) << 16 | u64::from(service_port);
     let h = folded_multiply(folded_multiply(a ^ k[0], b ^ k[1]) ^ k[2], k[3]);
     (h as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
 }
 
-/// Four random words for [`renumbered_isn`], drawn once per process.
-fn fold_keys() -> &'static [u64; 4] {
-    static KEYS: OnceLock<[u64; 4]> = OnceLock::new();
-    KEYS.get_or_init(|| {
+static ISN_SECRET: OnceLock<[u64; 4]> = OnceLock::new();
+
+/// Keys [`service_isn`] with `secret` (the daemon's, kept across restarts; see
+/// `isn_secret`). Only before the first ISN is made: `false` if a secret was already in use,
+/// which then stays.
+pub fn keep_isn_secret(secret: [u64; 4]) -> bool {
+    ISN_SECRET.set(secret.map(|k| k | 1)).is_ok()
+}
+
+/// The secret in use: the one kept, or four random words drawn once per process.
+fn isn_secret() -> &'static [u64; 4] {
+    ISN_SECRET.get_or_init(|| {
         let state = std::collections::hash_map::RandomState::new();
         std::array::from_fn(|i| state.hash_one(i) | 1)
     })
@@ -158,16 +156,13 @@ mod tests {
             (Ipv4Addr::new(198, 18, 0, 2), 40_001),
             (Ipv4Addr::new(198, 18, 0, 11), 80),
         );
-        for isn in [service_isn, renumbered_isn] {
-            let first = isn(a, 1_000);
-            // 250 per millisecond: a second later the tuple's ISN is 250,000 higher.
-            assert_eq!(isn(a, 2_000).wrapping_sub(first), 250_000);
-            assert_ne!(isn(b, 1_000), first, "another tuple, another offset");
-        }
+        let first = service_isn(a, 1_000);
+        // 250 per millisecond: a second later the tuple's ISN is 250,000 higher.
+        assert_eq!(service_isn(a, 2_000).wrapping_sub(first), 250_000);
         assert_ne!(
-            service_isn(a, 1_000),
-            renumbered_isn(a, 1_000),
-            "keyed apart"
+            service_isn(b, 1_000),
+            first,
+            "another tuple, another offset"
         );
     }
 }

@@ -78,10 +78,12 @@ impl Delta {
         Self(u64::from(!old) + u64::from(new))
     }
 
-    /// A 32-bit field (two words, network order) `old` became `new`.
+    /// A 32-bit field (two words, network order) `old` became `new`. Added whole: a 32-bit
+    /// number is the sum of its two words modulo 0xffff (2^16 is 1), which is all a fold keeps,
+    /// and `!old` is the two words' complements side by side.
     #[inline]
     pub fn double(old: u32, new: u32) -> Self {
-        Self::word((old >> 16) as u16, (new >> 16) as u16).plus(Self::word(old as u16, new as u16))
+        Self(u64::from(!old) + u64::from(new))
     }
 
     /// A change already summed and folded to 16 bits (kept where 16 bits are dear).
@@ -168,6 +170,16 @@ mod tests {
             header[10..].copy_from_slice(&length.to_be_bytes());
             let pseudo = pseudo_header(src.into(), dst.into(), protocol, length);
             proptest::prop_assert_eq!(fold(pseudo), naive(&header));
+        }
+    }
+
+    proptest::proptest! {
+        /// A 32-bit field's change added whole adjusts a checksum as its two words' changes do.
+        #[test]
+        fn a_double_word_change_is_its_two_words_changes(old: u32, new: u32, sum: u16) {
+            let words = Delta::word((old >> 16) as u16, (new >> 16) as u16)
+                .plus(Delta::word(old as u16, new as u16));
+            proptest::prop_assert_eq!(Delta::double(old, new).apply(sum), words.apply(sum));
         }
     }
 

@@ -203,12 +203,27 @@ impl NatDelta {
     }
 }
 
+/// What a flow adds (wrapping) to the sequence and acknowledgement numbers of its TCP frames
+/// on one way: the SYN proxy's translation between the numbers its cookie gave the client and
+/// those the service chose, and a renumbered flow's. Both 0 for most flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeqShift {
+    pub seq: u32,
+    pub ack: u32,
+}
+
+impl SeqShift {
+    /// Nothing moves.
+    pub const NONE: Self = Self { seq: 0, ack: 0 };
+}
+
 /// Full NAT rewrite of a frame of a flow whose checksum change is `delta`: new source and
-/// destination address and port, TTL decremented; the IP checksum adjusted incrementally,
-/// and the transport checksum too when `state` says it was complete; a partial one is
-/// completed. `p`'s addresses and ports are the ones `delta` was made from (the flow's key
-/// matched them). The headers are taken as fixed-size arrays once, so no field access checks
-/// a bound again: this runs for every forwarded frame.
+/// destination address and port, TTL decremented, a TCP segment's numbers moved by
+/// `numbers`; the IP checksum adjusted incrementally, and the transport checksum too when
+/// `state` says it was complete; a partial one is completed. `p`'s addresses and ports are
+/// the ones `delta` was made from (the flow's key matched them). The headers are taken as
+/// fixed-size arrays once, so no field access checks a bound again, and the transport
+/// checksum is adjusted once for every change: this runs for every forwarded frame.
 #[inline(always)]
 pub fn rewrite_flow(
     frame: &mut [u8],
@@ -216,6 +231,7 @@ pub fn rewrite_flow(
     src: (Ipv4Addr, u16),
     dst: (Ipv4Addr, u16),
     delta: NatDelta,
+    numbers: SeqShift,
     state: TransportChecksum,
 ) {
     const HEADER_END: usize = ETH_LEN + MIN_HEADER_LEN;
@@ -248,6 +264,13 @@ pub fn rewrite_flow(
         Proto::Tcp => {
             let Some(h) = segment.first_chunk_mut::<TCP_HEADER_LEN>() else {
                 return;
+            };
+            let transport = if numbers == SeqShift::NONE {
+                transport
+            } else {
+                transport
+                    .plus(add_to_u32(h, TCP_SEQ, numbers.seq))
+                    .plus(add_to_u32(h, TCP_ACK, numbers.ack))
             };
             let mut t = TcpPacket::new_unchecked(h);
             t.set_src_port(src.1);
@@ -383,42 +406,22 @@ pub fn tcp_mss(frame: &[u8], p: &Ipv4) -> Option<u16> {
     TcpPacket::new_checked(frame.get(p.l4..)?).ok()?.mss()
 }
 
-/// Which number of a TCP segment [`shift_sequence`] moves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sequence {
-    Seq,
-    Ack,
-}
+/// Where a TCP header holds its sequence and acknowledgement numbers.
+const TCP_SEQ: usize = 4;
+const TCP_ACK: usize = 8;
 
-/// Adds `shift` (wrapping) to a TCP segment's sequence or acknowledgement number, adjusting
-/// its (complete) checksum: the SYN proxy's translation between the numbers its cookie gave
-/// the client and those the service chose, and a renumbered flow's. Every frame of such a
-/// flow comes here, so the header is taken as one fixed-size array (one bound check).
+/// Adds `shift` (wrapping) to the big-endian number at `at` of a header and returns the
+/// checksum's change.
 #[inline(always)]
-pub fn shift_sequence(frame: &mut [u8], p: &Ipv4, which: Sequence, shift: u32) {
-    if p.proto != Proto::Tcp {
-        return;
-    }
-    let Some(header) = frame
-        .get_mut(p.l4..)
-        .and_then(|s| s.first_chunk_mut::<MIN_TCP_HEADER_LEN>())
-    else {
-        return;
+fn add_to_u32<const N: usize>(header: &mut [u8; N], at: usize, shift: u32) -> checksum::Delta {
+    let Some(field) = header.get_mut(at..at + 4) else {
+        return checksum::Delta::default();
     };
-    let at = match which {
-        Sequence::Seq => 4,
-        Sequence::Ack => 8,
-    };
-    let old = u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let old = u32::from_be_bytes([field[0], field[1], field[2], field[3]]);
     let new = old.wrapping_add(shift);
-    header[at..at + 4].copy_from_slice(&new.to_be_bytes());
-    let delta = checksum::Delta::double(old, new);
-    let sum = delta.apply(u16::from_be_bytes([header[16], header[17]]));
-    header[16..18].copy_from_slice(&sum.to_be_bytes());
+    field.copy_from_slice(&new.to_be_bytes());
+    checksum::Delta::double(old, new)
 }
-
-/// The TCP header without options.
-const MIN_TCP_HEADER_LEN: usize = 20;
 
 /// A TCP segment's sequence number (`None` if it is not TCP or too short).
 #[inline]
@@ -426,7 +429,7 @@ pub fn tcp_seq(frame: &[u8], p: &Ipv4) -> Option<u32> {
     if p.proto != Proto::Tcp {
         return None;
     }
-    let header = frame.get(p.l4..)?.first_chunk::<MIN_TCP_HEADER_LEN>()?;
+    let header = frame.get(p.l4..)?.first_chunk::<TCP_HEADER_LEN>()?;
     Some(u32::from_be_bytes([
         header[4], header[5], header[6], header[7],
     ]))
@@ -566,7 +569,7 @@ mod tests {
             let delta = NatDelta::new([client, vip], [snip, service]);
             let mut f = frame(proto, client, vip, ttl, &data);
             let p = parsed(&f);
-            rewrite_flow(&mut f, &p, snip, service, delta, TransportChecksum::Valid);
+            rewrite_flow(&mut f, &p, snip, service, delta, SeqShift::NONE, TransportChecksum::Valid);
             let out = parsed(&f);
             proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (snip.0, snip.1, service.0, service.1));
             proptest::prop_assert_eq!(out.ttl, ttl - 1);
@@ -574,11 +577,34 @@ mod tests {
             proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
             let mut back = frame(proto, service, snip, ttl, &data);
             let p = parsed(&back);
-            rewrite_flow(&mut back, &p, vip, client, delta.reversed(), TransportChecksum::Valid);
+            rewrite_flow(&mut back, &p, vip, client, delta.reversed(), SeqShift::NONE, TransportChecksum::Valid);
             let out = parsed(&back);
             proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (vip.0, vip.1, client.0, client.1));
             proptest::prop_assert_eq!(checksum::checksum(&back[14..34]), 0, "IP checksum back");
             proptest::prop_assert_eq!(transport_checksum(&back, &out), TransportChecksum::Valid);
+        }
+
+        /// Sequence and acknowledgement numbers moved in the same rewrite land where they
+        /// should, and the one adjustment of the checksum covers them with the addresses.
+        #[test]
+        fn numbers_moved_in_the_rewrite_keep_the_checksum_valid(
+            client: (u32, u16), vip: (u32, u16), snip: (u32, u16), service: (u32, u16),
+            seq_shift: u32, ack_shift: u32,
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let (client, vip) = ((addr(client.0), client.1), (addr(vip.0), vip.1));
+            let (snip, service) = ((addr(snip.0), snip.1), (addr(service.0), service.1));
+            let delta = NatDelta::new([client, vip], [snip, service]);
+            let mut f = frame(6, client, vip, 64, &data);
+            let p = parsed(&f);
+            let before = tcp_numbers(&f, &p).expect("TCP");
+            let numbers = SeqShift { seq: seq_shift, ack: ack_shift };
+            rewrite_flow(&mut f, &p, snip, service, delta, numbers, TransportChecksum::Valid);
+            let out = parsed(&f);
+            let after = tcp_numbers(&f, &out).expect("TCP");
+            proptest::prop_assert_eq!(after.seq, before.seq.wrapping_add(seq_shift));
+            proptest::prop_assert_eq!(after.ack, before.ack.wrapping_add(ack_shift));
+            proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
         }
     }
 }

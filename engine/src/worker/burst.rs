@@ -573,7 +573,7 @@ impl Worker {
             Some(p) => p,
             None if avoid_time_wait && !svc.usip => {
                 wire::tcp_seq(frame, ip).map_or(Proxy::Off, |seq| Proxy::Renumbered {
-                    toward_service: crate::syncookie::renumbered_isn(
+                    toward_service: crate::syncookie::service_isn(
                         ((snip, nat_port), service_addr),
                         wall_ms,
                     )
@@ -708,35 +708,34 @@ impl Worker {
                     }
                 }
                 let delta = flow.nat_delta;
-                wire::rewrite_flow(frame, ip, flow.snip, flow.service_addr, delta, sum);
+                let (toward_client, toward_service) = flow.proxy.shifts();
+                let numbers = wire::SeqShift {
+                    seq: toward_service,
+                    ack: toward_client,
+                };
+                let (snip, service) = (flow.snip, flow.service_addr);
+                wire::rewrite_flow(frame, ip, snip, service, delta, numbers, sum);
                 if flow.ts_shift != 0 {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Value, flow.ts_shift);
                 }
-                if flow.proxy != Proxy::Off {
-                    let (toward_client, toward_service) = flow.proxy.shifts();
-                    wire::shift_sequence(frame, ip, wire::Sequence::Seq, toward_service);
-                    if toward_client != 0 {
-                        wire::shift_sequence(frame, ip, wire::Sequence::Ack, toward_client);
-                        wire::shift_sack(frame, ip, toward_client);
-                    }
+                if toward_client != 0 {
+                    wire::shift_sack(frame, ip, toward_client);
                 }
                 (flow.resolved_hop.port, flow.resolved_hop.mac)
             }
             Side::Server => {
                 let delta = flow.nat_delta.reversed();
-                wire::rewrite_flow(frame, ip, flow.vip, flow.client, delta, sum);
+                let (toward_client, toward_service) = flow.proxy.shifts();
+                let numbers = wire::SeqShift {
+                    seq: toward_client.wrapping_neg(),
+                    ack: toward_service.wrapping_neg(),
+                };
+                wire::rewrite_flow(frame, ip, flow.vip, flow.client, delta, numbers, sum);
                 if flow.ts_shift != 0 {
                     wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, flow.ts_shift);
                 }
-                if flow.proxy != Proxy::Off {
-                    let (toward_client, toward_service) = flow.proxy.shifts();
-                    if toward_client != 0 {
-                        let back = toward_client.wrapping_neg();
-                        wire::shift_sequence(frame, ip, wire::Sequence::Seq, back);
-                    }
-                    let back = toward_service.wrapping_neg();
-                    wire::shift_sequence(frame, ip, wire::Sequence::Ack, back);
-                    wire::shift_sack(frame, ip, back);
+                if toward_service != 0 {
+                    wire::shift_sack(frame, ip, toward_service.wrapping_neg());
                 }
                 (flow.client_port, flow.client_mac)
             }
