@@ -44,7 +44,7 @@ fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
 /// every renumbered new flow pays it: it hides the tuple's offset from an off-path guesser, and
 /// the numbers are seen only between the SNIP and the service. Its secret is the one the
 /// daemon keeps across restarts ([`keep_isn_secret`]), so a new daemon continues above.
-#[inline]
+#[inline(always)]
 pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
     let ((snip, snat_port), (service, service_port)) = tuple;
     use crate::flow::folded_multiply;

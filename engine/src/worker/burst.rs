@@ -571,15 +571,16 @@ impl Worker {
         // numbered by the client as on a direct connection.)
         let proxy = match proxied {
             Some(p) => p,
-            None if avoid_time_wait && !svc.usip => {
-                wire::tcp_seq(frame, ip).map_or(Proxy::Off, |seq| Proxy::Renumbered {
+            None if avoid_time_wait && !svc.usip => match wire::tcp_seq(frame, ip) {
+                Some(seq) => Proxy::Renumbered {
                     toward_service: crate::syncookie::service_isn(
                         ((snip, nat_port), service_addr),
                         wall_ms,
                     )
                     .wrapping_sub(seq),
-                })
-            }
+                },
+                None => Proxy::Off,
+            },
             None => Proxy::Off,
         };
         let flow = Flow {
