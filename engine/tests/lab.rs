@@ -1788,12 +1788,7 @@ fn clients_without_timestamps_keep_their_rate_past_wraps_of_the_snat_ports() {
     let mut lab = Lab::up("nots", 1);
     lab.use_release_build();
     lab.start(&one_service(), 80);
-    let off = std::process::Command::new("ip")
-        .args(["netns", "exec", &lab.ns("cli"), "sysctl", "-qw"])
-        .arg("net.ipv4.tcp_timestamps=0")
-        .status()
-        .unwrap();
-    assert!(off.success());
+    clients_send_no_timestamps(&lab);
     let resent_before = lab.client_tcp_counter("TcpExtTCPSynRetrans");
     let completed: Vec<u64> = (0..4)
         .map(|_| hey_answered(&lab, &["-z", "10s", "-c", "50", "-q", "40"]))
@@ -1826,6 +1821,16 @@ fn one_service() -> String {
         "add ns ip 198.18.0.2 255.255.255.0 -type SNIP\nadd service s1 198.18.0.11 HTTP 80\n\
          add lb vserver web HTTP {VIP} 80\nbind lb vserver web s1\n"
     )
+}
+
+/// The client namespace's TCP offers no timestamps (as Windows by default).
+fn clients_send_no_timestamps(lab: &Lab) {
+    let off = std::process::Command::new("ip")
+        .args(["netns", "exec", &lab.ns("cli"), "sysctl", "-qw"])
+        .arg("net.ipv4.tcp_timestamps=0")
+        .status()
+        .unwrap();
+    assert!(off.success());
 }
 
 /// Runs hey from the client namespace (a new connection per request, 5 s timeout, then
@@ -1900,12 +1905,7 @@ fn restart_over_time_wait(tag: &str, timestamps: bool) {
     let mut lab = Lab::up(tag, 1);
     let conf = one_service();
     if !timestamps {
-        let off = std::process::Command::new("ip")
-            .args(["netns", "exec", &lab.ns("cli"), "sysctl", "-qw"])
-            .arg("net.ipv4.tcp_timestamps=0")
-            .status()
-            .unwrap();
-        assert!(off.success());
+        clients_send_no_timestamps(&lab);
     }
     lab.start(&conf, 80);
     // Long enough that the first daemon's clock is well past where a new one starts.
