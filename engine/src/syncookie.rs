@@ -57,9 +57,9 @@ pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
 
 static ISN_SECRET: OnceLock<[u64; 4]> = OnceLock::new();
 
-/// Keys [`service_isn`] with `secret` (the daemon's, kept across restarts; see
-/// `isn_secret`). Only before the first ISN is made: `false` if a secret was already in use,
-/// which then stays.
+/// Keys [`service_isn`] with `secret` (the daemon's, kept across restarts by
+/// [`crate::isn_secret`]). Only before the first ISN is made: `false` if a secret was already
+/// in use, which then stays.
 pub fn keep_isn_secret(secret: [u64; 4]) -> bool {
     ISN_SECRET.set(secret.map(|k| k | 1)).is_ok()
 }
