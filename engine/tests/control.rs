@@ -11,6 +11,23 @@ use engine::counters::Counters;
 use engine::health::ServiceHealth;
 use engine::verdict::SharedDrops;
 
+/// A test's directory under the system's temporary one, removed when the test ends.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("fl-ctl-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn daemon(
     tag: &str,
     group: Option<&str>,
@@ -19,10 +36,10 @@ fn daemon(
     std::path::PathBuf,
     Arc<AtomicBool>,
     std::thread::JoinHandle<()>,
+    Scratch,
 ) {
-    let dir = std::env::temp_dir().join(format!("fl-ctl-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let conf = dir.join("ns.conf");
+    let dir = Scratch::new(tag);
+    let conf = dir.0.join("ns.conf");
     std::fs::write(&conf, "add service s1 198.18.0.11 HTTP 80\nadd lb vserver web HTTP 198.18.0.100 80\nbind lb vserver web s1\n").unwrap();
     let (counters, _w) = Counters::new(1, 64);
     let control = Arc::new(
@@ -39,7 +56,7 @@ fn daemon(
         })
         .unwrap(),
     );
-    let sock = dir.join("ctl.sock");
+    let sock = dir.0.join("ctl.sock");
     let stop = Arc::new(AtomicBool::new(false));
     let server = serve(
         Arc::clone(&control),
@@ -48,7 +65,7 @@ fn daemon(
         Arc::clone(&stop),
     )
     .unwrap();
-    (control, sock, stop, server)
+    (control, sock, stop, server, dir)
 }
 
 fn connect(sock: &std::path::Path) -> (BufReader<UnixStream>, UnixStream) {
@@ -58,7 +75,7 @@ fn connect(sock: &std::path::Path) -> (BufReader<UnixStream>, UnixStream) {
 
 #[test]
 fn bad_input_gets_an_error_and_changes_nothing() {
-    let (control, sock, stop, server) = daemon("bad", None);
+    let (control, sock, stop, server, _dir) = daemon("bad", None);
     let before = control.config();
     let (mut r, mut w) = connect(&sock);
     for garbage in [
@@ -99,7 +116,7 @@ fn bad_input_gets_an_error_and_changes_nothing() {
 
 #[test]
 fn several_clients_at_once_and_their_changes_are_atomic() {
-    let (control, sock, stop, server) = daemon("many", None);
+    let (control, sock, stop, server, _dir) = daemon("many", None);
     let threads: Vec<_> = (0..8)
         .map(|i| {
             let sock = sock.clone();
@@ -155,7 +172,7 @@ fn several_clients_at_once_and_their_changes_are_atomic() {
 #[test]
 fn metrics_are_served_as_openmetrics_text() {
     use std::io::Read;
-    let (control, _sock, stop, server) = daemon("metrics", None);
+    let (control, _sock, stop, server, _dir) = daemon("metrics", None);
     let addr = engine::metrics::serve(
         Arc::clone(&control),
         "127.0.0.1:0".parse().unwrap(),
@@ -211,7 +228,7 @@ fn as_user(sock: &std::path::Path, creds: &[&str]) -> String {
 fn an_admin_group_opens_the_socket_to_its_members_only() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     // Without a group: mode 0600, other users refused.
-    let (_c, sock, stop, server) = daemon("nogroup", None);
+    let (_c, sock, stop, server, _dir) = daemon("nogroup", None);
     assert_eq!(
         std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777,
         0o600
@@ -228,7 +245,7 @@ fn an_admin_group_opens_the_socket_to_its_members_only() {
 
     // With `--admin-group nogroup`: mode 0660, group nogroup; its members are admitted as
     // their primary group or a supplementary one, others are not.
-    let (_c, sock, stop, server) = daemon("group", Some("nogroup"));
+    let (_c, sock, stop, server, _dir) = daemon("group", Some("nogroup"));
     let meta = std::fs::metadata(&sock).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o660);
     assert_eq!(meta.gid(), 65534);
@@ -309,9 +326,8 @@ fn a_drain_counts_down_on_the_daemons_clock() {
 /// operator's SSL or content-switching lines survive a save, and SIGHUP replays the result.
 #[test]
 fn saving_keeps_the_lines_skipped_as_unsupported() {
-    let dir = std::env::temp_dir().join(format!("fl-ctl-keep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let conf = dir.join("ns.conf");
+    let dir = Scratch::new("keep");
+    let conf = dir.0.join("ns.conf");
     let text = "add service s1 198.18.0.11 HTTP 80\nadd cs vserver cs1 HTTP 198.18.0.101 80\nadd lb vserver web HTTP 198.18.0.100 80\nbind lb vserver web s1\nbind cs vserver cs1 -lbvserver web\n";
     std::fs::write(&conf, text).unwrap();
     let loaded = ctl::conf::load_with(&conf, ctl::conf::Unsupported::Skip).unwrap();
@@ -350,7 +366,6 @@ fn saving_keeps_the_lines_skipped_as_unsupported() {
         again.contains("bind cs vserver cs1 -lbvserver web\n"),
         "{again}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The process's resident memory, in KiB.
@@ -374,7 +389,7 @@ fn abusive_clients_get_errors_and_others_are_still_served() {
         engine::daemon::raise_fd_limit() > 5000,
         "the hard limit allows the test"
     );
-    let (control, sock, stop, server) = daemon("abuse", None);
+    let (control, sock, stop, server, _dir) = daemon("abuse", None);
     let before = control.config();
     let rss_before = rss_kib();
     let idle: Vec<UnixStream> = (0..1000)
@@ -450,7 +465,7 @@ fn abusive_clients_get_errors_and_others_are_still_served() {
 /// and applies nothing after.
 #[test]
 fn a_hundred_thousand_line_script_applies_in_batches() {
-    let (control, sock, stop, server) = daemon("batch", None);
+    let (control, sock, stop, server, _dir) = daemon("batch", None);
     let (mut r, mut w) = connect(&sock);
     let lines: Vec<String> = (0..100_000u32)
         .map(|i| {
