@@ -12,7 +12,9 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use engine::verdict::Verdict;
 use engine::worker::{Lanes, MemPort, MonitorRings, Runner};
-use fulcrum_benches::{CONFIG, Segment, client_segment, config, worker, workers_for};
+use fulcrum_benches::{
+    CONFIG, Segment, client_segment, client_segment_timestamped, config, worker, workers_for,
+};
 
 const BURST: usize = 64;
 
@@ -39,31 +41,59 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("datapath");
     g.throughput(Throughput::Elements(BURST as u64));
 
-    // Established flows, client → service: 64 flows open, then data segments on them.
-    for (name, payload, checksums) in [
-        ("established-128B-verified", 74, Checksums::Verified),
-        ("established-128B-trusted", 74, Checksums::Trusted),
-        ("established-1514B-verified", 1460, Checksums::Verified),
-        ("established-1514B-trusted", 1460, Checksums::Trusted),
+    // Established flows, client → service: 64 flows open, then data segments on them. Those
+    // of clients without TCP timestamps are renumbered toward their service (sequence and
+    // acknowledgement numbers moved); those with timestamps (Linux's default) keep their
+    // numbers and have their TSval moved instead.
+    for (name, payload, checksums, timestamps) in [
+        ("established-128B-verified", 74, Checksums::Verified, false),
+        ("established-128B-trusted", 74, Checksums::Trusted, false),
+        (
+            "established-128B-verified-timestamps",
+            62,
+            Checksums::Verified,
+            true,
+        ),
+        (
+            "established-128B-trusted-timestamps",
+            62,
+            Checksums::Trusted,
+            true,
+        ),
+        (
+            "established-1514B-verified",
+            1460,
+            Checksums::Verified,
+            false,
+        ),
+        ("established-1514B-trusted", 1460, Checksums::Trusted, false),
         (
             "established-1514B-partial-completed",
             1460,
             Checksums::Partial,
+            false,
         ),
     ] {
+        let segment = |port: u16, kind: Segment, payload: &[u8]| {
+            if timestamps {
+                client_segment_timestamped(port, kind, payload, 1_000_000)
+            } else {
+                client_segment(port, kind, payload)
+            }
+        };
         let mut w = worker(1 << 16);
         if checksums == Checksums::Trusted {
             w.trust_checksums(0);
         }
         for p in 0..BURST as u16 {
             assert!(matches!(
-                w.process(1, 0, &mut client_segment(20_000 + p, Segment::Syn, b"")),
+                w.process(1, 0, &mut segment(20_000 + p, Segment::Syn, b"")),
                 Verdict::Tx { .. }
             ));
         }
         let template: Vec<Vec<u8>> = (0..BURST as u16)
             .map(|p| {
-                let mut f = client_segment(20_000 + p, Segment::Ack, &vec![0x41; payload]);
+                let mut f = segment(20_000 + p, Segment::Ack, &vec![0x41; payload]);
                 if checksums == Checksums::Partial {
                     make_partial(&mut f);
                 }

@@ -78,6 +78,24 @@ pub enum Segment {
 /// A segment of the client 198.18.0.50 from `src_port` to the vserver, with `payload` (a
 /// reset comes after the SYN: its sequence number one higher).
 pub fn client_segment(src_port: u16, kind: Segment, payload: &[u8]) -> Vec<u8> {
+    segment_with_options(src_port, kind, payload, &[])
+}
+
+/// [`client_segment`] with the TCP timestamps option as Linux sends it (two NOPs, then
+/// TSval `tsval` and an echo), as most clients' segments carry it.
+pub fn client_segment_timestamped(
+    src_port: u16,
+    kind: Segment,
+    payload: &[u8],
+    tsval: u32,
+) -> Vec<u8> {
+    let mut options = vec![1, 1, 8, 10];
+    options.extend_from_slice(&tsval.to_be_bytes());
+    options.extend_from_slice(&(tsval / 2).to_be_bytes());
+    segment_with_options(src_port, kind, payload, &options)
+}
+
+fn segment_with_options(src_port: u16, kind: Segment, payload: &[u8], options: &[u8]) -> Vec<u8> {
     let seq = if kind == Segment::Reset { 2 } else { 1 };
     let b = PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)
         .ipv4([198, 18, 0, 50], [198, 18, 0, 100], 64)
@@ -87,6 +105,7 @@ pub fn client_segment(src_port: u16, kind: Segment, payload: &[u8]) -> Vec<u8> {
         Segment::Ack => b.ack(1),
         Segment::Reset => b.rst(),
     };
+    let b = b.options_raw(options).expect("options fit");
     let mut v = Vec::new();
     b.write(&mut v, payload).expect("frame builds");
     v
