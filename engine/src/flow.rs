@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use crate::lb::ServiceId;
-use crate::wire::{Mac, NatDelta, Proto, TcpFlags};
+use crate::wire::{Mac, NatDelta, Proto, TcpFlags, TcpShift};
 
 /// The addresses, ports and protocol a packet is looked up by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -272,7 +272,7 @@ pub enum Proxy {
 impl Proxy {
     /// What the flow's frames add to sequence numbers: `(toward_client, toward_service)`, 0
     /// where nothing moves.
-    pub fn shifts(self) -> (u32, u32) {
+    fn shifts(self) -> (u32, u32) {
         match self {
             Self::Shifted {
                 toward_client,
@@ -293,6 +293,29 @@ pub struct KeyHashes {
 }
 
 impl Flow {
+    /// What the rewrite adds to the numbers of the flow's TCP frames coming `from` one side
+    /// (the SYN proxy's or the renumbering's sequence shift, and the timestamps' shift), in
+    /// the other side's terms. Its `ack` also moves the SACK blocks, which acknowledge the
+    /// other side's numbers.
+    #[inline(always)]
+    pub fn shift(&self, from: Side) -> TcpShift {
+        let (toward_client, toward_service) = self.proxy.shifts();
+        match from {
+            Side::Client => TcpShift {
+                seq: toward_service,
+                ack: toward_client,
+                tsval: self.ts_shift,
+                tsecr: 0,
+            },
+            Side::Server => TcpShift {
+                seq: toward_client.wrapping_neg(),
+                ack: toward_service.wrapping_neg(),
+                tsval: 0,
+                tsecr: self.ts_shift.wrapping_neg(),
+            },
+        }
+    }
+
     /// Both keys' hashes.
     #[inline]
     pub fn key_hashes(&self) -> KeyHashes {

@@ -103,6 +103,13 @@ impl Delta {
         Self(self.0 + other.0)
     }
 
+    /// The change of the same bytes one position further (at an odd offset): each moved to
+    /// the other half of its word, which multiplies the sum by 256 modulo 0xffff.
+    #[inline]
+    pub fn swapped(self) -> Self {
+        Self(u64::from(fold(self.0).swap_bytes()))
+    }
+
     /// The checksum after the change.
     #[inline]
     pub fn apply(self, checksum: u16) -> u16 {

@@ -35,10 +35,9 @@ pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
 pub use parse::{Arp, Ipv4, Packet, Parsed, TcpFlags, parse, parse_into};
 pub use rewrite::{
-    NatDelta, SeqShift, TcpNumbers, Timestamp, TransportChecksum, arp_reply_in_place, arp_target,
-    complete_checksum, echo_reply_in_place, readdress, rewrite_flow, set_macs, shift_sack,
-    shift_timestamp, src_mac, swap_macs, tcp_mss, tcp_numbers, tcp_seq, tcp_tsval,
-    transport_checksum,
+    NatDelta, TcpNumbers, TcpShift, TransportChecksum, arp_reply_in_place, arp_target,
+    complete_checksum, echo_reply_in_place, readdress, rewrite_flow, set_macs, shift_sack, src_mac,
+    swap_macs, tcp_mss, tcp_numbers, tcp_seq, tcp_tsval, transport_checksum,
 };
 pub use tcp::TcpPacket;
 pub use udp::UdpPacket;

@@ -203,23 +203,32 @@ impl NatDelta {
     }
 }
 
-/// What a flow adds (wrapping) to the sequence and acknowledgement numbers of its TCP frames
-/// on one way: the SYN proxy's translation between the numbers its cookie gave the client and
-/// those the service chose, and a renumbered flow's. Both 0 for most flows.
+/// What a flow adds (wrapping) to the numbers of its TCP frames on one way: to the sequence
+/// and acknowledgement numbers the SYN proxy's translation between the numbers its cookie
+/// gave the client and those the service chose, or a renumbered flow's; to the timestamps
+/// (TSval toward the service, TSecr back) the shift that keeps every SNAT tuple's clock
+/// growing. All 0 for a flow left alone.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SeqShift {
+pub struct TcpShift {
     pub seq: u32,
     pub ack: u32,
+    pub tsval: u32,
+    pub tsecr: u32,
 }
 
-impl SeqShift {
+impl TcpShift {
     /// Nothing moves.
-    pub const NONE: Self = Self { seq: 0, ack: 0 };
+    pub const NONE: Self = Self {
+        seq: 0,
+        ack: 0,
+        tsval: 0,
+        tsecr: 0,
+    };
 }
 
 /// Full NAT rewrite of a frame of a flow whose checksum change is `delta`: new source and
-/// destination address and port, TTL decremented, a TCP segment's numbers moved by
-/// `numbers`; the IP checksum adjusted incrementally, and the transport checksum too when
+/// destination address and port, TTL decremented, a TCP segment's numbers (and timestamps,
+/// if it carries them) moved by `numbers`; the IP checksum adjusted incrementally, and the transport checksum too when
 /// `state` says it was complete; a partial one is completed. `p`'s addresses and ports are
 /// the ones `delta` was made from (the flow's key matched them). The headers are taken as
 /// fixed-size arrays once, so no field access checks a bound again, and the transport
@@ -231,7 +240,7 @@ pub fn rewrite_flow(
     src: (Ipv4Addr, u16),
     dst: (Ipv4Addr, u16),
     delta: NatDelta,
-    numbers: SeqShift,
+    numbers: TcpShift,
     state: TransportChecksum,
 ) {
     const HEADER_END: usize = ETH_LEN + MIN_HEADER_LEN;
@@ -262,10 +271,15 @@ pub fn rewrite_flow(
     match p.proto {
         Proto::Icmp => return,
         Proto::Tcp => {
+            let transport = if numbers.tsval | numbers.tsecr == 0 {
+                transport
+            } else {
+                transport.plus(shift_timestamps(segment, numbers.tsval, numbers.tsecr))
+            };
             let Some(h) = segment.first_chunk_mut::<TCP_HEADER_LEN>() else {
                 return;
             };
-            let transport = if numbers == SeqShift::NONE {
+            let transport = if numbers.seq | numbers.ack == 0 {
                 transport
             } else {
                 transport
@@ -299,15 +313,6 @@ pub fn rewrite_flow(
     }
 }
 
-/// Which timestamp of a TCP segment to shift.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Timestamp {
-    /// The sender's clock (TSval): shifted forward toward the service.
-    Value,
-    /// The echo of the other side's clock (TSecr): shifted back toward the client.
-    Echo,
-}
-
 /// The TSval of a TCP segment with the timestamps option.
 #[inline]
 pub fn tcp_tsval(frame: &[u8], p: &Ipv4) -> Option<u32> {
@@ -320,33 +325,27 @@ pub fn tcp_tsval(frame: &[u8], p: &Ipv4) -> Option<u32> {
     Some(u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
 }
 
-/// Adds `shift` to one timestamp of a TCP segment (wrapping; `Echo` takes it off), adjusting
-/// the (complete) transport checksum. A segment without the option is left as it is.
-pub fn shift_timestamp(frame: &mut [u8], p: &Ipv4, which: Timestamp, shift: u32) {
-    if p.proto != Proto::Tcp {
-        return;
-    }
-    let Some(segment) = frame.get_mut(p.l4..) else {
-        return;
+/// Adds `tsval` and `tsecr` (wrapping) to a TCP segment's timestamps, if it carries the
+/// option, and returns the checksum's change. A segment without it, or too short, is left
+/// as it is.
+#[inline(always)]
+fn shift_timestamps(segment: &mut [u8], tsval: u32, tsecr: u32) -> Delta {
+    let Some(at) = TcpPacket::new_checked(&*segment)
+        .ok()
+        .and_then(|tcp| tcp.timestamps_at())
+    else {
+        return Delta::default();
     };
-    let Ok(tcp) = TcpPacket::new_checked(segment) else {
-        return;
+    let Some(field) = segment.get_mut(at..).and_then(|f| f.first_chunk_mut::<8>()) else {
+        return Delta::default();
     };
-    let Some(at) = tcp.timestamps_at() else {
-        return;
-    };
-    let at = match which {
-        Timestamp::Value => at,
-        Timestamp::Echo => at + 4,
-    };
-    let shift = match which {
-        Timestamp::Value => shift,
-        Timestamp::Echo => shift.wrapping_neg(),
-    };
-    let sum = tcp.checksum();
-    let b = tcp.into_inner();
-    if let Some(sum) = add_to_option_u32(b, at, shift, sum) {
-        TcpPacket::new_unchecked(b).set_checksum(sum);
+    let change = add_to_u32(field, 0, tsval).plus(add_to_u32(field, 4, tsecr));
+    // At an odd offset every byte counts in the other half of its word: the change's
+    // bytes swap (times 256 modulo 0xffff).
+    if at % 2 == 0 {
+        change
+    } else {
+        change.swapped()
     }
 }
 
@@ -509,7 +508,19 @@ mod tests {
         ttl: u8,
         data: &[u8],
     ) -> Vec<u8> {
-        let l4 = if proto == 6 { 20 } else { 8 };
+        with_options(proto, from, to, ttl, &[], data)
+    }
+
+    /// [`frame`] with TCP `options` (a multiple of 4 bytes long).
+    fn with_options(
+        proto: u8,
+        from: (Ipv4Addr, u16),
+        to: (Ipv4Addr, u16),
+        ttl: u8,
+        options: &[u8],
+        data: &[u8],
+    ) -> Vec<u8> {
+        let l4 = if proto == 6 { 20 + options.len() } else { 8 };
         let mut f = vec![0u8; 14 + 20 + l4 + data.len()];
         f[12..14].copy_from_slice(&[8, 0]);
         let total = (20 + l4 + data.len()) as u16;
@@ -526,8 +537,9 @@ mod tests {
         seg[0..2].copy_from_slice(&from.1.to_be_bytes());
         seg[2..4].copy_from_slice(&to.1.to_be_bytes());
         if proto == 6 {
-            seg[12] = 0x50;
+            seg[12] = ((l4 / 4) as u8) << 4;
             seg[13] = 0x10; // ACK
+            seg[20..l4].copy_from_slice(options);
         } else {
             seg[4..6].copy_from_slice(&((8 + data.len()) as u16).to_be_bytes());
         }
@@ -569,7 +581,7 @@ mod tests {
             let delta = NatDelta::new([client, vip], [snip, service]);
             let mut f = frame(proto, client, vip, ttl, &data);
             let p = parsed(&f);
-            rewrite_flow(&mut f, &p, snip, service, delta, SeqShift::NONE, TransportChecksum::Valid);
+            rewrite_flow(&mut f, &p, snip, service, delta, TcpShift::NONE, TransportChecksum::Valid);
             let out = parsed(&f);
             proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (snip.0, snip.1, service.0, service.1));
             proptest::prop_assert_eq!(out.ttl, ttl - 1);
@@ -577,7 +589,7 @@ mod tests {
             proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
             let mut back = frame(proto, service, snip, ttl, &data);
             let p = parsed(&back);
-            rewrite_flow(&mut back, &p, vip, client, delta.reversed(), SeqShift::NONE, TransportChecksum::Valid);
+            rewrite_flow(&mut back, &p, vip, client, delta.reversed(), TcpShift::NONE, TransportChecksum::Valid);
             let out = parsed(&back);
             proptest::prop_assert_eq!((out.src, out.src_port, out.dst, out.dst_port), (vip.0, vip.1, client.0, client.1));
             proptest::prop_assert_eq!(checksum::checksum(&back[14..34]), 0, "IP checksum back");
@@ -598,12 +610,42 @@ mod tests {
             let mut f = frame(6, client, vip, 64, &data);
             let p = parsed(&f);
             let before = tcp_numbers(&f, &p).expect("TCP");
-            let numbers = SeqShift { seq: seq_shift, ack: ack_shift };
+            let numbers = TcpShift { seq: seq_shift, ack: ack_shift, ..TcpShift::NONE };
             rewrite_flow(&mut f, &p, snip, service, delta, numbers, TransportChecksum::Valid);
             let out = parsed(&f);
             let after = tcp_numbers(&f, &out).expect("TCP");
             proptest::prop_assert_eq!(after.seq, before.seq.wrapping_add(seq_shift));
             proptest::prop_assert_eq!(after.ack, before.ack.wrapping_add(ack_shift));
+            proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
+        }
+
+        /// Timestamps moved in the rewrite, where every stack puts them (after two NOPs, at an
+        /// even offset) or one byte further (an odd one), keep the checksum valid.
+        #[test]
+        fn timestamps_moved_in_the_rewrite_keep_the_checksum_valid(
+            client: (u32, u16), service: (u32, u16),
+            tsval: u32, tsecr: u32, tsval_shift: u32, tsecr_shift: u32, seq_shift: u32,
+            odd: bool,
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            let (client, service) = ((addr(client.0), client.1), (addr(service.0), service.1));
+            let (vip, snip) = ((addr(0xc612_0064), 80), (addr(0xc612_0002), 40_000));
+            let delta = NatDelta::new([client, vip], [snip, service]);
+            let mut options = if odd { vec![1, 8, 10] } else { vec![1, 1, 8, 10] };
+            options.extend_from_slice(&tsval.to_be_bytes());
+            options.extend_from_slice(&tsecr.to_be_bytes());
+            options.resize(12, 0);
+            let mut f = with_options(6, client, vip, 64, &options, &data);
+            let p = parsed(&f);
+            let numbers = TcpShift { seq: seq_shift, ack: 0, tsval: tsval_shift, tsecr: tsecr_shift };
+            rewrite_flow(&mut f, &p, snip, service, delta, numbers, TransportChecksum::Valid);
+            let out = parsed(&f);
+            let tcp = TcpPacket::new_checked(&f[34..]).expect("TCP");
+            let at = tcp.timestamps_at().expect("timestamps");
+            proptest::prop_assert_eq!(at, if odd { 23 } else { 24 });
+            let word = |at: usize| u32::from_be_bytes([f[34 + at], f[35 + at], f[36 + at], f[37 + at]]);
+            proptest::prop_assert_eq!(word(at), tsval.wrapping_add(tsval_shift));
+            proptest::prop_assert_eq!(word(at + 4), tsecr.wrapping_add(tsecr_shift));
             proptest::prop_assert_eq!(transport_checksum(&f, &out), TransportChecksum::Valid);
         }
     }

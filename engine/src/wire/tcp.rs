@@ -92,6 +92,18 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Where the timestamps option's TSval starts (TSecr follows it), if the segment has the
     /// option (kind 8, length 10).
     pub fn timestamps_at(&self) -> Option<usize> {
+        // The layout every common stack sends once connected (NOP, NOP, timestamps first)
+        // is taken without walking the options.
+        const USUAL: [u8; 4] = [OPTION_NOP, OPTION_NOP, OPTION_TIMESTAMPS, 10];
+        const USUAL_AT: usize = field::MIN_HEADER_END;
+        const USUAL_END: usize = USUAL_AT + 12;
+        let b = self.buffer.as_ref();
+        if self.header_len() >= USUAL_END
+            && b.len() >= USUAL_END
+            && b.get(USUAL_AT..USUAL_AT + 4) == Some(&USUAL[..])
+        {
+            return Some(USUAL_AT + 4);
+        }
         self.option_at(OPTION_TIMESTAMPS, 10)
     }
 

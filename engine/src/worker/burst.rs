@@ -708,35 +708,20 @@ impl Worker {
                         }
                     }
                 }
-                let delta = flow.nat_delta;
-                let (toward_client, toward_service) = flow.proxy.shifts();
-                let numbers = wire::SeqShift {
-                    seq: toward_service,
-                    ack: toward_client,
-                };
+                let numbers = flow.shift(side);
                 let (snip, service) = (flow.snip, flow.service_addr);
-                wire::rewrite_flow(frame, ip, snip, service, delta, numbers, sum);
-                if flow.ts_shift != 0 {
-                    wire::shift_timestamp(frame, ip, wire::Timestamp::Value, flow.ts_shift);
-                }
-                if toward_client != 0 {
-                    wire::shift_sack(frame, ip, toward_client);
+                wire::rewrite_flow(frame, ip, snip, service, flow.nat_delta, numbers, sum);
+                if numbers.ack != 0 {
+                    wire::shift_sack(frame, ip, numbers.ack);
                 }
                 (flow.resolved_hop.port, flow.resolved_hop.mac)
             }
             Side::Server => {
+                let numbers = flow.shift(side);
                 let delta = flow.nat_delta.reversed();
-                let (toward_client, toward_service) = flow.proxy.shifts();
-                let numbers = wire::SeqShift {
-                    seq: toward_client.wrapping_neg(),
-                    ack: toward_service.wrapping_neg(),
-                };
                 wire::rewrite_flow(frame, ip, flow.vip, flow.client, delta, numbers, sum);
-                if flow.ts_shift != 0 {
-                    wire::shift_timestamp(frame, ip, wire::Timestamp::Echo, flow.ts_shift);
-                }
-                if toward_service != 0 {
-                    wire::shift_sack(frame, ip, toward_service.wrapping_neg());
+                if numbers.ack != 0 {
+                    wire::shift_sack(frame, ip, numbers.ack);
                 }
                 (flow.client_port, flow.client_mac)
             }

@@ -101,10 +101,10 @@ impl Worker {
             let (client, server) = self.legs(&flow);
             // The sender's numbers as its peer counts them (a renumbered or proxied flow's
             // two sides number the same bytes differently).
-            let (toward_client, toward_service) = flow.proxy.shifts();
-            let (sender, peer, to_peer) = match side {
-                Side::Client => (Some(client), server, toward_service),
-                Side::Server => (server, Some(client), toward_client.wrapping_neg()),
+            let to_peer = flow.shift(side).seq;
+            let (sender, peer) = match side {
+                Side::Client => (Some(client), server),
+                Side::Server => (server, Some(client)),
             };
             if let Some(leg) = sender {
                 let (seq, ack) = if ip.tcp.ack {
