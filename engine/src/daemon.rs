@@ -124,20 +124,21 @@ pub struct RunOptions {
     pub nitro: Vec<nitro::http::Listen>,
 }
 
-/// Keys the sequence numbers toward services with the secret kept beside the configuration,
-/// so that they continue above this daemon's predecessor's over the tuples services still
-/// hold in TIME_WAIT. Without it (a directory the daemon cannot write) the engine runs with a
+/// Keys the sequence numbers toward services and the SYN cookies with the secret kept beside
+/// the configuration, so that they continue above this daemon's predecessor's over the
+/// tuples services still hold in TIME_WAIT, and the cookies it gave still prove their
+/// handshakes. Without it (a directory the daemon cannot write) the engine runs with a
 /// secret of its own, and says what that costs.
-fn keep_isn_secret(config: &std::path::Path) {
+fn keep_secret(config: &std::path::Path) {
     let path = crate::isn_secret::path_for(config);
     match crate::isn_secret::load_or_make(&path) {
         Ok(secret) => {
-            crate::syncookie::keep_isn_secret(secret);
+            crate::syncookie::keep_secret(secret);
         }
         Err(e) => log::warn!(target: "control",
             "cannot keep the sequence-number secret in {}: {e}; for a minute after a \
              restart, SYNs toward services of clients without TCP timestamps may be \
-             resent once",
+             resent once, and handshakes answered with a SYN cookie before it redone",
             path.display()
         ),
     }
@@ -167,7 +168,7 @@ pub fn run(
         );
     }
     let (config, kept_lines) = (loaded.config, loaded.skipped_lines);
-    keep_isn_secret(config_path);
+    keep_secret(config_path);
     let stop = Arc::clone(&signals.stop);
     let _locks = profile
         .ports

@@ -1,9 +1,10 @@
-//! The secret the engine's sequence numbers toward services are keyed with
-//! ([`crate::syncookie::service_isn`]), kept in a file beside the configuration. Services hold
-//! a SNAT tuple in TIME_WAIT for a minute and take a new SYN on it only if its sequence
-//! number is above the old connection's; a restarted daemon with the same secret and the wall
-//! clock continues every tuple's numbers above its predecessor's, where a new random secret
-//! would put half of them below.
+//! The secret the engine's sequence numbers toward services
+//! ([`crate::syncookie::service_isn`]) and its SYN cookies are keyed with, kept in a file
+//! beside the configuration. Services hold a SNAT tuple in TIME_WAIT for a minute and take a
+//! new SYN on it only if its sequence number is above the old connection's; a restarted
+//! daemon with the same secret and the wall clock continues every tuple's numbers above its
+//! predecessor's, where a new random secret would put half of them below. A client whose SYN
+//! the old daemon answered with a cookie completes its handshake with the new one.
 
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;

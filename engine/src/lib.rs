@@ -76,6 +76,7 @@ pub mod profile;
 pub mod rates;
 pub mod replay;
 pub mod rss;
+pub mod siphash;
 pub mod syncookie;
 pub mod tables;
 pub mod verdict;

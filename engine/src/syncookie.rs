@@ -3,10 +3,15 @@
 //!
 //! A cookie is 32 bits: a 5-bit time counter (64-second steps), a 3-bit index into
 //! [`MSS_STEPS`] (the MSS the client offered, rounded down), and 24 bits of a keyed hash
-//! (SipHash with the process's random keys) over the 4-tuple, the client's ISN and the full
+//! (SipHash-2-4) over the 4-tuple, the client's ISN and the full
 //! counter. A cookie is good for 64 to 128 seconds; a forged ACK passes with odds of 2^-24.
+//!
+//! Both the cookies and the sequence numbers toward services ([`service_isn`]) are keyed with
+//! the secret the daemon keeps across restarts ([`keep_secret`]): a client whose SYN the old
+//! daemon answered finishes its handshake with the new one, and each SNAT tuple's numbers
+//! continue above its predecessor's.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
@@ -20,19 +25,12 @@ const HASH_BITS: u32 = 24;
 /// Client address and port, VIP and port.
 pub type Tuple = ((Ipv4Addr, u16), (Ipv4Addr, u16));
 
-/// The keys every worker shares: a client's ACK may be checked by another worker than the
-/// one that answered its SYN only when steering changed, but one set costs nothing.
-fn keys() -> &'static std::collections::hash_map::RandomState {
-    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    KEYS.get_or_init(std::collections::hash_map::RandomState::new)
-}
-
-fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
-    let mut h = keys().build_hasher();
-    tuple.hash(&mut h);
-    client_isn.hash(&mut h);
-    counter.hash(&mut h);
-    (h.finish() as u32) & ((1 << HASH_BITS) - 1)
+fn mac(keys: &Keys, tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
+    let ((client, client_port), (vip, vip_port)) = tuple;
+    let addrs = u64::from(u32::from(client)) << 32 | u64::from(u32::from(vip));
+    let rest = u64::from(client_port) << 48 | u64::from(vip_port) << 32 | u64::from(client_isn);
+    let (k0, k1) = keys.cookie;
+    (crate::siphash::hash(k0, k1, &[addrs, rest, counter]) as u32) & ((1 << HASH_BITS) - 1)
 }
 
 /// The ISN toward a service of a SNAT tuple (`(SNIP, SNAT port)`, service), RFC 6528's: a
@@ -43,32 +41,57 @@ fn mac(tuple: Tuple, client_isn: u32, counter: u64) -> u32 {
 /// renumbered. The hash is two multiplies folded (ahash's construction) rather than SipHash, as
 /// every renumbered new flow pays it: it hides the tuple's offset from an off-path guesser, and
 /// the numbers are seen only between the SNIP and the service. Its secret is the one the
-/// daemon keeps across restarts ([`keep_isn_secret`]), so a new daemon continues above.
+/// daemon keeps across restarts ([`keep_secret`]), so a new daemon continues above.
 #[inline(always)]
 pub fn service_isn(tuple: Tuple, now_ms: u64) -> u32 {
     let ((snip, snat_port), (service, service_port)) = tuple;
     use crate::flow::folded_multiply;
-    let k = isn_secret();
+    let k = &keys().isn;
     let a = u64::from(u32::from(snip)) << 32 | u64::from(u32::from(service));
     let b = u64::from(snat_port) << 16 | u64::from(service_port);
     let h = folded_multiply(folded_multiply(a ^ k[0], b ^ k[1]) ^ k[2], k[3]);
     (h as u32).wrapping_add((now_ms.wrapping_mul(250)) as u32)
 }
 
-static ISN_SECRET: OnceLock<[u64; 4]> = OnceLock::new();
-
-/// Keys [`service_isn`] with `secret` (the daemon's, kept across restarts by
-/// [`crate::isn_secret`]). Only before the first ISN is made: `false` if a secret was already
-/// in use, which then stays.
-pub fn keep_isn_secret(secret: [u64; 4]) -> bool {
-    ISN_SECRET.set(secret.map(|k| k | 1)).is_ok()
+/// What the daemon's secret keys: the sequence numbers toward services (odd words, as a
+/// multiplier wants) and the cookies' SipHash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Keys {
+    isn: [u64; 4],
+    cookie: (u64, u64),
 }
 
-/// The secret in use: the one kept, or four random words drawn once per process.
-fn isn_secret() -> &'static [u64; 4] {
-    ISN_SECRET.get_or_init(|| {
+impl Keys {
+    /// Both sets from one secret; the cookie's are the secret's SipHash under fixed labels,
+    /// so neither use tells anything of the other.
+    fn from_secret(secret: [u64; 4]) -> Keys {
+        const COOKIE_LABEL: u64 = u64::from_le_bytes(*b"fl-cooki");
+        Keys {
+            isn: secret.map(|k| k | 1),
+            cookie: (
+                crate::siphash::hash(secret[0], secret[1], &[COOKIE_LABEL, 0]),
+                crate::siphash::hash(secret[2], secret[3], &[COOKIE_LABEL, 1]),
+            ),
+        }
+    }
+}
+
+/// One set for every worker: a client's ACK may be checked by another worker than the one
+/// that answered its SYN when steering changed.
+static KEYS: OnceLock<Keys> = OnceLock::new();
+
+/// Keys the cookies and [`service_isn`] with `secret` (the daemon's, kept across restarts
+/// by [`crate::isn_secret`]). Only before the first cookie or ISN is made: `false` if keys
+/// were already in use, which then stay.
+pub fn keep_secret(secret: [u64; 4]) -> bool {
+    KEYS.set(Keys::from_secret(secret)).is_ok()
+}
+
+/// The keys in use: the kept secret's, or those of four random words drawn once per process.
+fn keys() -> &'static Keys {
+    KEYS.get_or_init(|| {
         let state = std::collections::hash_map::RandomState::new();
-        std::array::from_fn(|i| state.hash_one(i) | 1)
+        Keys::from_secret(std::array::from_fn(|i| state.hash_one(i)))
     })
 }
 
@@ -78,7 +101,12 @@ pub fn make(tuple: Tuple, client_isn: u32, mss: Option<u16>, now_s: u64) -> u32 
     let mss = mss.unwrap_or(536);
     let index = MSS_STEPS.iter().rposition(|&m| m <= mss).unwrap_or(0) as u32;
     let counter = now_s / STEP_S;
-    ((counter as u32 & 0x1f) << 27) | (index << HASH_BITS) | mac(tuple, client_isn, counter)
+    cookie(keys(), tuple, client_isn, index, counter)
+}
+
+fn cookie(keys: &Keys, tuple: Tuple, client_isn: u32, mss_index: u32, counter: u64) -> u32 {
+    let mac = mac(keys, tuple, client_isn, counter);
+    ((counter as u32 & 0x1f) << 27) | (mss_index << HASH_BITS) | mac
 }
 
 /// The MSS a cookie carries (whether or not it is good).
@@ -86,17 +114,22 @@ pub fn mss_of(cookie: u32) -> u16 {
     MSS_STEPS[((cookie >> HASH_BITS) & 0x7) as usize]
 }
 
-/// The MSS a cookie carries, if `cookie` (the client's ACK number minus one) is one this
-/// process made for `tuple` and `client_isn` (its sequence number minus one) within the
-/// last two steps.
+/// The MSS a cookie carries, if `cookie` (the client's ACK number minus one) is one made
+/// under this daemon's secret for `tuple` and `client_isn` (its sequence number minus one)
+/// within the last two steps.
 pub fn check(tuple: Tuple, client_isn: u32, cookie: u32, now_s: u64) -> Option<u16> {
+    check_with(keys(), tuple, client_isn, cookie, now_s)
+}
+
+fn check_with(keys: &Keys, tuple: Tuple, client_isn: u32, cookie: u32, now_s: u64) -> Option<u16> {
     let now = now_s / STEP_S;
     let stamp = u64::from(cookie >> 27);
     let counter = [Some(now), now.checked_sub(1)]
         .into_iter()
         .flatten()
         .find(|c| c & 0x1f == stamp)?;
-    (mac(tuple, client_isn, counter) == cookie & ((1 << HASH_BITS) - 1)).then(|| mss_of(cookie))
+    (mac(keys, tuple, client_isn, counter) == cookie & ((1 << HASH_BITS) - 1))
+        .then(|| mss_of(cookie))
 }
 
 #[cfg(test)]
@@ -118,6 +151,24 @@ mod tests {
         let other = ((Ipv4Addr::new(198, 18, 1, 6), 40_000), TUPLE.1);
         assert_eq!(check(other, 1000, c, 10_000), None, "another client");
         assert_eq!(check(TUPLE, 1000, c ^ 1, 10_000), None, "a changed bit");
+    }
+
+    /// A restarted daemon reads the same secret and takes the cookies its predecessor gave;
+    /// a daemon with another secret refuses them.
+    #[test]
+    fn cookies_hold_under_the_same_secret_only() {
+        let secret = [1, 2, 3, 4];
+        let before = Keys::from_secret(secret);
+        let c = cookie(&before, TUPLE, 1000, 6, 10_000 / STEP_S);
+        let restarted = Keys::from_secret(secret);
+        assert_eq!(check_with(&restarted, TUPLE, 1000, c, 10_000), Some(1460));
+        let other = Keys::from_secret([1, 2, 3, 5]);
+        assert_eq!(check_with(&other, TUPLE, 1000, c, 10_000), None);
+        assert_ne!(
+            before.cookie,
+            (secret[0], secret[1]),
+            "the secret itself is not a key"
+        );
     }
 
     #[test]

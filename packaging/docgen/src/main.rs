@@ -34,7 +34,7 @@ fn binary_page(cmd: clap::Command, see_also: &str) -> std::io::Result<Vec<u8>> {
         .source(format!("Fulcrum {}", env!("CARGO_PKG_VERSION")));
     man.render(&mut out)?;
     let extra = format!(
-        ".SH FILES\n.TP\n/etc/fulcrum/ns.conf\nthe configuration, replayed at start and on SIGHUP; \\fBsave ns config\\fR writes it (backups ns.conf.0 … ns.conf.4)\n.TP\n/etc/fulcrum/profile.toml\nthe hardware profile (examples in /usr/share/fulcrum/hw\\-profiles)\n.TP\n/etc/fulcrum/isn.secret\nmade by fulcrumd at its first start (mode 0600): keys its sequence numbers toward services, so a restarted daemon numbers each SNAT tuple above the last daemon\n.TP\n/run/fulcrum/ctl.sock\nthe control socket\n.SH SEE ALSO\n{see_also}\n"
+        ".SH FILES\n.TP\n/etc/fulcrum/ns.conf\nthe configuration, replayed at start and on SIGHUP; \\fBsave ns config\\fR writes it (backups ns.conf.0 … ns.conf.4)\n.TP\n/etc/fulcrum/profile.toml\nthe hardware profile (examples in /usr/share/fulcrum/hw\\-profiles)\n.TP\n/etc/fulcrum/isn.secret\nmade by fulcrumd at its first start (mode 0600): keys its sequence numbers toward services and its SYN cookies, so a restarted daemon numbers each SNAT tuple above the last daemon and takes its cookies\n.TP\n/run/fulcrum/ctl.sock\nthe control socket\n.SH SEE ALSO\n{see_also}\n"
     );
     out.extend_from_slice(extra.as_bytes());
     Ok(out)
