@@ -2762,6 +2762,71 @@ fn assert_wrk_clean(wrk: &std::process::Output, report: &str) {
     assert!(!report.contains("Non-2xx"), "{report}");
 }
 
+/// A client whose SYN the daemon answered with a cookie, and whose ACK reaches only the next
+/// daemon (the client's segments after its SYN are held back by a firewall rule in its own
+/// namespace while fulcrumd restarts): the new daemon, keyed with the same kept secret,
+/// takes the cookie and the request is answered. With a secret of its own per process the
+/// cookie failed and curl ran out of time.
+#[test]
+fn a_restarted_daemon_takes_the_cookies_its_predecessor_gave() {
+    const CLIENT_PORT: &str = "45123";
+    let mut lab = Lab::up("cookierestart", 1);
+    let conf = format!("{}set lb parameter -synCookie ALWAYS\n", one_service());
+    lab.start(&conf, 80);
+    let nft = |lab: &Lab, script: &str| {
+        let out = lab.client(&["nft", script]);
+        assert!(
+            out.status.success(),
+            "nft {script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    nft(
+        &lab,
+        &format!(
+            "add table inet fl_hold; add chain inet fl_hold out {{ type filter hook output priority 0; }}; \
+         add rule inet fl_hold out tcp sport {CLIENT_PORT} tcp flags != syn drop"
+        ),
+    );
+    let url = format!("http://{VIP}/");
+    let mut curl =
+        Started(lab.client_spawn(&["curl", "-si", "-m", "40", "--local-port", CLIENT_PORT, &url]));
+    // The cookie's SYN+ACK came back: the client's side is established (its ACK held).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let established = || {
+        let out = lab.client(&[
+            "ss",
+            "-Htn",
+            "state",
+            "established",
+            "sport",
+            "=",
+            CLIENT_PORT,
+        ]);
+        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+    };
+    while !established() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no SYN+ACK for the client"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    lab.stop();
+    lab.start(&conf, 80);
+    nft(&lab, "delete table inet fl_hold");
+    let mut answer = Vec::new();
+    if let Some(mut stdout) = curl.0.stdout.take() {
+        std::io::Read::read_to_end(&mut stdout, &mut answer).unwrap();
+    }
+    let status = curl.0.wait().unwrap();
+    assert!(status.success(), "curl: {status:?}");
+    assert_eq!(backend_name(&answer), "backend-1");
+    let w = worker_figures(&lab);
+    assert_eq!(figure(&w, "syn_cookies_failed"), 0, "{w}");
+    lab.stop();
+}
+
 /// A spoofed SYN flood (our raw-socket sender, sources in 198.19.0.0/16) at the VIP while
 /// wrk opens new connections and a transfer runs: with cookies starting under pressure the
 /// table never fills, wrk sees no error and the transfer arrives intact. Then with
