@@ -6,13 +6,15 @@
 //! `bash scripts/instructions.sh` (builds this, runs it under callgrind, divides).
 //!
 //! Modes: `new-flow` (SYNs of new connections in a running worker, then their resets and its
-//! housekeeping, uncounted), `established` (128-byte frames of open flows), each on a port
+//! housekeeping, uncounted), `established` (128-byte frames of open flows of clients without
+//! TCP timestamps, renumbered), `established-timestamps` (the same with timestamps, whose
+//! TSval is moved instead), each on a port
 //! whose checksums are verified (`verified`) or trusted (`trusted`). The vserver is the datapath
 //! bench's (three services by LEASTCONNECTION).
 
 use engine::verdict::Verdict;
 use engine::worker::Worker;
-use fulcrum_benches::{Segment, client_segment, worker};
+use fulcrum_benches::{Segment, client_segment, client_segment_timestamped, worker};
 
 const BURST: usize = 64;
 
@@ -57,13 +59,22 @@ fn new_flows(w: &mut Worker, bursts: u64) -> u64 {
     bursts * BURST as u64
 }
 
-/// Bursts of 128-byte frames of 64 open flows; returns the frames counted.
-fn established(w: &mut Worker, bursts: u64) -> u64 {
+/// Bursts of 128-byte frames of 64 open flows, with TCP timestamps or without; returns the
+/// frames counted.
+fn established(w: &mut Worker, bursts: u64, timestamps: bool) -> u64 {
+    let segment = |port: u16, kind: Segment, payload: &[u8]| {
+        if timestamps {
+            client_segment_timestamped(port, kind, payload, 1_000_000)
+        } else {
+            client_segment(port, kind, payload)
+        }
+    };
     for p in 0..BURST as u16 {
-        w.process(1, 0, &mut client_segment(20_000 + p, Segment::Syn, b""));
+        w.process(1, 0, &mut segment(20_000 + p, Segment::Syn, b""));
     }
+    let payload = if timestamps { 62 } else { 74 };
     let template: Vec<Vec<u8>> = (0..BURST as u16)
-        .map(|p| client_segment(20_000 + p, Segment::Ack, &[0x41; 74]))
+        .map(|p| segment(20_000 + p, Segment::Ack, &[0x41; 128][..payload]))
         .collect();
     for _ in 0..bursts {
         let mut burst = template.clone();
@@ -77,7 +88,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
     let (mode, checksums, bursts) = (arg(0, "new-flow"), arg(1, "verified"), arg(2, "3000"));
-    let usage = "usage: instructions [new-flow|established] [verified|trusted] [BURSTS]";
+    let usage = "usage: instructions [new-flow|established|established-timestamps] \
+                 [verified|trusted] [BURSTS]";
     let Ok(bursts) = bursts.parse::<u64>() else {
         eprintln!("ERROR: bursts must be a number, not {bursts:?}\n{usage}");
         std::process::exit(2);
@@ -93,9 +105,12 @@ fn main() {
     }
     let frames = match mode.as_str() {
         "new-flow" => new_flows(&mut w, bursts),
-        "established" => established(&mut w, bursts),
+        "established" => established(&mut w, bursts, false),
+        "established-timestamps" => established(&mut w, bursts, true),
         other => {
-            eprintln!("ERROR: the mode is new-flow or established, not {other:?}\n{usage}");
+            eprintln!(
+                "ERROR: the mode is new-flow, established or established-timestamps, not {other:?}\n{usage}"
+            );
             std::process::exit(2);
         }
     };

@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use super::checksum::Delta;
 use super::ipv4::MIN_HEADER_LEN;
 use super::tcp::MIN_HEADER_LEN as TCP_HEADER_LEN;
+use super::tcp::{USUAL_TIMESTAMPS_END, USUAL_TSVAL_AT, has_usual_timestamps};
 use super::udp::HEADER_LEN as UDP_HEADER_LEN;
 use super::{
     Arp, ArpPacket, ETH_LEN, ETHERTYPE_ARP, EthernetFrame, IcmpPacket, Ipv4, Ipv4Packet, Mac,
@@ -327,9 +328,26 @@ pub fn tcp_tsval(frame: &[u8], p: &Ipv4) -> Option<u32> {
 
 /// Adds `tsval` and `tsecr` (wrapping) to a TCP segment's timestamps, if it carries the
 /// option, and returns the checksum's change. A segment without it, or too short, is left
-/// as it is.
+/// as it is. The usual layout is handled inline with no bound checked twice; any other
+/// walks the options.
 #[inline(always)]
 fn shift_timestamps(segment: &mut [u8], tsval: u32, tsecr: u32) -> Delta {
+    if let Some(header) = segment.first_chunk_mut::<USUAL_TIMESTAMPS_END>()
+        && has_usual_timestamps(header)
+    {
+        return add_to_u32(header, USUAL_TSVAL_AT, tsval).plus(add_to_u32(
+            header,
+            USUAL_TSVAL_AT + 4,
+            tsecr,
+        ));
+    }
+    shift_timestamps_found(segment, tsval, tsecr)
+}
+
+/// [`shift_timestamps`] for the options in any other order.
+#[cold]
+#[inline(never)]
+fn shift_timestamps_found(segment: &mut [u8], tsval: u32, tsecr: u32) -> Delta {
     let Some(at) = TcpPacket::new_checked(&*segment)
         .ok()
         .and_then(|tcp| tcp.timestamps_at())
@@ -563,6 +581,37 @@ mod tests {
 
     fn addr(a: u32) -> Ipv4Addr {
         Ipv4Addr::from(a)
+    }
+
+    /// Payload that looks like the usual timestamps option is payload all the same: a header
+    /// without options keeps every data byte.
+    #[test]
+    fn data_that_looks_like_timestamps_is_left_alone() {
+        let (client, vip) = ((addr(0xc612_0032), 40_000), (addr(0xc612_0064), 80));
+        let (snip, service) = ((addr(0xc612_0002), 41_000), (addr(0xc612_000b), 80));
+        let data = [1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9];
+        let mut f = frame(6, client, vip, 64, &data);
+        let p = parsed(&f);
+        let numbers = TcpShift {
+            tsval: 1000,
+            tsecr: 2000,
+            ..TcpShift::NONE
+        };
+        let delta = NatDelta::new([client, vip], [snip, service]);
+        rewrite_flow(
+            &mut f,
+            &p,
+            snip,
+            service,
+            delta,
+            numbers,
+            TransportChecksum::Valid,
+        );
+        assert_eq!(&f[54..], &data);
+        assert_eq!(
+            transport_checksum(&f, &parsed(&f)),
+            TransportChecksum::Valid
+        );
     }
 
     proptest::proptest! {

@@ -28,6 +28,21 @@ pub const OPTION_MSS: u8 = 2;
 const OPTION_SACK: u8 = 5;
 const OPTION_TIMESTAMPS: u8 = 8;
 
+/// Where every common stack puts the timestamps option once connected: first, after two
+/// NOPs, so TSval and TSecr are aligned. Taken without walking the options.
+const USUAL_TIMESTAMPS: [u8; 4] = [OPTION_NOP, OPTION_NOP, OPTION_TIMESTAMPS, 10];
+/// The TSval's offset in that layout (TSecr follows).
+pub const USUAL_TSVAL_AT: usize = field::MIN_HEADER_END + 4;
+/// Where that layout's option ends: the header is at least this long.
+pub const USUAL_TIMESTAMPS_END: usize = USUAL_TSVAL_AT + 8;
+
+/// Whether a TCP header's options start with the timestamps in their usual layout.
+#[inline(always)]
+pub fn has_usual_timestamps(header: &[u8; USUAL_TIMESTAMPS_END]) -> bool {
+    usize::from(header[field::DATA_OFFSET] >> 4) * 4 >= USUAL_TIMESTAMPS_END
+        && header[field::MIN_HEADER_END..USUAL_TSVAL_AT] == USUAL_TIMESTAMPS
+}
+
 super::view!(
     /// A byte view of a TCP segment.
     TcpPacket
@@ -92,17 +107,11 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Where the timestamps option's TSval starts (TSecr follows it), if the segment has the
     /// option (kind 8, length 10).
     pub fn timestamps_at(&self) -> Option<usize> {
-        // The layout every common stack sends once connected (NOP, NOP, timestamps first)
-        // is taken without walking the options.
-        const USUAL: [u8; 4] = [OPTION_NOP, OPTION_NOP, OPTION_TIMESTAMPS, 10];
-        const USUAL_AT: usize = field::MIN_HEADER_END;
-        const USUAL_END: usize = USUAL_AT + 12;
         let b = self.buffer.as_ref();
-        if self.header_len() >= USUAL_END
-            && b.len() >= USUAL_END
-            && b.get(USUAL_AT..USUAL_AT + 4) == Some(&USUAL[..])
+        if let Some(header) = b.first_chunk::<USUAL_TIMESTAMPS_END>()
+            && has_usual_timestamps(header)
         {
-            return Some(USUAL_AT + 4);
+            return Some(USUAL_TSVAL_AT);
         }
         self.option_at(OPTION_TIMESTAMPS, 10)
     }
