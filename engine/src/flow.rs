@@ -235,19 +235,21 @@ pub struct Flow {
     pub ts_shift: u32,
     /// The checksum change of the rewrite toward the service (and, undone, back).
     pub nat_delta: NatDelta,
-    /// A connection the SYN proxy opened (SYN cookies), or one renumbered toward its
-    /// service: see [`Proxy`].
-    pub proxy: Proxy,
+    /// How the flow's sequence numbers toward its service relate to its client's: the
+    /// same, moved by the SYN proxy (SYN cookies), or renumbered; see [`Numbering`].
+    pub numbering: Numbering,
 }
 
-/// Where a connection opened by the SYN proxy stands. The client's handshake was with the
-/// engine (its SYN+ACK carried a cookie as sequence number); the service's is the engine's
-/// SYN. The two sides' sequence numbers differ by what the service chose minus the cookie.
+/// How a flow's sequence numbers on its two sides relate. Most flows keep the client's
+/// (`AsSent`). For a connection the SYN proxy opened, the client's handshake was with the
+/// engine (its SYN+ACK carried a cookie as sequence number) and the service's is the engine's
+/// SYN, so the two sides' numbers differ by what the service chose minus the cookie. A client
+/// without timestamps is renumbered toward its service.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Proxy {
+pub enum Numbering {
     /// An ordinary flow: the client's handshake went through to the service.
     #[default]
-    Off,
+    AsSent,
     /// The client's ACK proved `cookie`; the engine's SYN to the service, numbered
     /// `service_isn`, awaits its answer.
     AwaitingService {
@@ -269,7 +271,7 @@ pub enum Proxy {
     Renumbered { toward_service: u32 },
 }
 
-impl Proxy {
+impl Numbering {
     /// What the flow's frames add to sequence numbers: `(toward_client, toward_service)`, 0
     /// where nothing moves.
     fn shifts(self) -> (u32, u32) {
@@ -279,7 +281,7 @@ impl Proxy {
                 toward_service,
             } => (toward_client, toward_service),
             Self::Renumbered { toward_service } => (0, toward_service),
-            Self::Off | Self::AwaitingService { .. } => (0, 0),
+            Self::AsSent | Self::AwaitingService { .. } => (0, 0),
         }
     }
 }
@@ -299,7 +301,7 @@ impl Flow {
     /// other side's numbers.
     #[inline(always)]
     pub fn shift(&self, from: Side) -> TcpShift {
-        let (toward_client, toward_service) = self.proxy.shifts();
+        let (toward_client, toward_service) = self.numbering.shifts();
         match from {
             Side::Client => TcpShift {
                 seq: toward_service,
@@ -382,7 +384,10 @@ impl Flow {
             Proto::Tcp => {
                 self.tcp.is_closed()
                     || (!self.tcp.server_answered()
-                        && matches!(self.proxy, Proxy::Off | Proxy::Renumbered { .. }))
+                        && matches!(
+                            self.numbering,
+                            Numbering::AsSent | Numbering::Renumbered { .. }
+                        ))
             }
             _ => !self.tcp.server_answered(),
         }
@@ -681,10 +686,10 @@ impl FlowTable {
         Some(flow)
     }
 
-    /// Where the SYN proxy stands with the flow in `slot`.
-    pub fn set_proxy(&mut self, slot: u32, proxy: Proxy) {
+    /// How the flow in `slot` is numbered from now on (the SYN proxy moving it on).
+    pub fn set_numbering(&mut self, slot: u32, numbering: Numbering) {
         if let Some(Slot(Some(f))) = self.slots.get_mut(slot as usize) {
-            f.proxy = proxy;
+            f.numbering = numbering;
         }
     }
 
@@ -1078,7 +1083,7 @@ mod tests {
             last_seen: 0,
             ts_shift: 0,
             nat_delta: NatDelta::default(),
-            proxy: Proxy::Off,
+            numbering: Numbering::AsSent,
         }
     }
 

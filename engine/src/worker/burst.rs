@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 
 use crate::flow::{
-    Flow, FlowKey, GiveWay, InsertError, KeyHashes, Proxy, ResolvedHop, Side, TcpProgress,
+    Flow, FlowKey, GiveWay, InsertError, KeyHashes, Numbering, ResolvedHop, Side, TcpProgress,
 };
 use crate::lb::{self, ServiceView, spill};
 use crate::tables::{LocalIp, LocalKind};
@@ -418,7 +418,7 @@ impl Worker {
         in_port: usize,
         frame: &[u8],
         ip: &Ipv4,
-        proxied: Option<Proxy>,
+        proxied: Option<Numbering>,
     ) -> Result<u32, DropReason> {
         let at = Arrival {
             in_port,
@@ -438,7 +438,7 @@ impl Worker {
         &mut self,
         now_ms: u64,
         at: Arrival<'_>,
-        proxied: Option<Proxy>,
+        proxied: Option<Numbering>,
         in_flight: usize,
     ) -> Result<Chosen, DropReason> {
         let Arrival {
@@ -569,19 +569,19 @@ impl Worker {
         // if its sequence number is above the old connection's: the engine numbers it from
         // the tuple's own clock, which only grows. (With USIP the tuple is the client's own,
         // numbered by the client as on a direct connection.)
-        let proxy = match proxied {
+        let numbering = match proxied {
             Some(p) => p,
             None if avoid_time_wait && !svc.usip => match wire::tcp_seq(frame, ip) {
-                Some(seq) => Proxy::Renumbered {
+                Some(seq) => Numbering::Renumbered {
                     toward_service: crate::syncookie::service_isn(
                         ((snip, nat_port), service_addr),
                         wall_ms,
                     )
                     .wrapping_sub(seq),
                 },
-                None => Proxy::Off,
+                None => Numbering::AsSent,
             },
-            None => Proxy::Off,
+            None => Numbering::AsSent,
         };
         let flow = Flow {
             proto: ip.proto,
@@ -605,7 +605,7 @@ impl Worker {
                 [(ip.src, ip.src_port), (ip.dst, ip.dst_port)],
                 [(snip, nat_port), service_addr],
             ),
-            proxy,
+            numbering,
         };
         let hashes = KeyHashes {
             client: key_hash,
@@ -683,7 +683,7 @@ impl Worker {
         if self.flush_due(now_ms, flow.service) {
             return self.flush(frame, ip, slot, side);
         }
-        if matches!(flow.proxy, Proxy::AwaitingService { .. })
+        if matches!(flow.numbering, Numbering::AwaitingService { .. })
             && let Some(verdict) = self.proxy_step(frame, ip, slot, side)
         {
             return verdict;

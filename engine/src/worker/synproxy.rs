@@ -7,7 +7,7 @@
 //! The handshakes carry the MSS only: window scaling, SACK and timestamps are not
 //! negotiated on such connections (a window of at most 64 KB per round trip).
 
-use crate::flow::{Proxy, Side};
+use crate::flow::{Numbering, Side};
 use crate::syncookie;
 use crate::tables::SynCookies;
 use crate::verdict::{DropReason, Verdict};
@@ -131,7 +131,7 @@ impl Worker {
             return None;
         };
         self.stats.syn_cookies_valid += 1;
-        let proxy = Proxy::AwaitingService {
+        let proxy = Numbering::AwaitingService {
             cookie,
             client_isn: isn,
             service_isn: 0,
@@ -159,15 +159,15 @@ impl Worker {
         let Some(flow) = self.flows.get(slot).copied() else {
             return;
         };
-        if let Proxy::AwaitingService {
+        if let Numbering::AwaitingService {
             cookie, client_isn, ..
-        } = flow.proxy
+        } = flow.numbering
         {
             let wall_ms = self.timestamp_origin_ms.wrapping_add(now_ms);
             let service_isn = syncookie::service_isn((flow.snip, flow.service_addr), wall_ms);
-            self.set_proxy(
+            self.set_numbering(
                 slot,
-                Proxy::AwaitingService {
+                Numbering::AwaitingService {
                     cookie,
                     client_isn,
                     service_isn,
@@ -181,7 +181,7 @@ impl Worker {
         let Some(flow) = self.flows.get(slot).copied() else {
             return;
         };
-        let Proxy::AwaitingService { service_isn, .. } = flow.proxy else {
+        let Numbering::AwaitingService { service_isn, .. } = flow.numbering else {
             return;
         };
         if let (_, Some(server)) = self.legs(&flow) {
@@ -203,11 +203,11 @@ impl Worker {
         side: Side,
     ) -> Option<Verdict> {
         let flow = self.flows.get(slot)?;
-        let Proxy::AwaitingService {
+        let Numbering::AwaitingService {
             cookie,
             client_isn,
             service_isn,
-        } = flow.proxy
+        } = flow.numbering
         else {
             return None;
         };
@@ -225,9 +225,9 @@ impl Worker {
         if ip.tcp.rst {
             // Refused: the client gets the reset, numbered as its side expects.
             let toward_client = n.seq.wrapping_sub(cookie.wrapping_add(1));
-            self.set_proxy(
+            self.set_numbering(
                 slot,
-                Proxy::Shifted {
+                Numbering::Shifted {
                     toward_client,
                     toward_service,
                 },
@@ -250,9 +250,9 @@ impl Worker {
         if !(ip.tcp.syn && ip.tcp.ack) {
             return Some(Verdict::Drop(DropReason::AwaitingService));
         }
-        self.set_proxy(
+        self.set_numbering(
             slot,
-            Proxy::Shifted {
+            Numbering::Shifted {
                 toward_client: n.seq.wrapping_sub(cookie),
                 toward_service,
             },
@@ -273,7 +273,7 @@ impl Worker {
         Some(Verdict::Consumed)
     }
 
-    fn set_proxy(&mut self, slot: u32, proxy: Proxy) {
-        self.flows.set_proxy(slot, proxy);
+    fn set_numbering(&mut self, slot: u32, numbering: Numbering) {
+        self.flows.set_numbering(slot, numbering);
     }
 }
