@@ -1215,6 +1215,42 @@ fn own_tcp_frames(lab: &mut Lab) -> Vec<(Segment, etherparse::TcpHeader)> {
         .collect()
 }
 
+/// A worker of a restarted daemon (its clock at zero again, 100 s of wall time later) takes
+/// the cookie a worker of the daemon before it gave: cookies count wall-clock time, and an
+/// ACK of no flow is checked for one from the start, before this worker sent any.
+#[test]
+fn a_worker_of_a_restarted_daemon_takes_its_predecessors_cookie() {
+    let config = format!("{CONFIG}set lb parameter -synCookie ALWAYS\n");
+    let wall_ms_at_start = 1_800_000_000_000u64;
+    let mut before = Lab::new(&config, 64);
+    before.worker.set_timestamp_origin(wall_ms_at_start);
+    before.now += 100_000;
+    let (client, vip) = ((CLIENT, 40_000), (VIP, 80));
+    let mut syn = segment(CLIENT_MAC, (client, vip), (5000, None), true, b"");
+    assert_eq!(before.run(&mut syn), Verdict::Consumed);
+    let out = own_tcp_frames(&mut before);
+    let cookie = out[0].1.sequence_number;
+    let mut after = Lab::new(&config, 64);
+    after
+        .worker
+        .set_timestamp_origin(wall_ms_at_start + 100_000);
+    let mut ack = segment(
+        CLIENT_MAC,
+        (client, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        b"",
+    );
+    assert_eq!(after.run(&mut ack), Verdict::Consumed);
+    assert_eq!(after.worker.stats.syn_cookies_valid, 1);
+    assert_eq!(after.worker.flows().len(), 1);
+    let out = own_tcp_frames(&mut after);
+    assert!(
+        out.len() == 1 && out[0].1.syn,
+        "the engine's SYN to a service"
+    );
+}
+
 #[test]
 fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers() {
     let config = format!("{CONFIG}set lb parameter -synCookie ALWAYS\n");

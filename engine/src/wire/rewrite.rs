@@ -229,8 +229,8 @@ impl TcpShift {
 
 /// Full NAT rewrite of a frame of a flow whose checksum change is `delta`: new source and
 /// destination address and port, TTL decremented, a TCP segment's numbers (and timestamps,
-/// if it carries them) moved by `numbers`; the IP checksum adjusted incrementally, and the transport checksum too when
-/// `state` says it was complete; a partial one is completed. `p`'s addresses and ports are
+/// if it carries them) moved by `numbers`; the IP checksum adjusted incrementally, and the
+/// transport checksum too when `state` says it was complete; a partial one is completed. `p`'s addresses and ports are
 /// the ones `delta` was made from (the flow's key matched them). The headers are taken as
 /// fixed-size arrays once, so no field access checks a bound again, and the transport
 /// checksum is adjusted once for every change: this runs for every forwarded frame.
@@ -344,8 +344,8 @@ fn shift_timestamps(segment: &mut [u8], tsval: u32, tsecr: u32) -> Delta {
     shift_timestamps_found(segment, tsval, tsecr)
 }
 
-/// [`shift_timestamps`] for the options in any other order.
-#[cold]
+/// [`shift_timestamps`] for the options in any other order: a SYN's (the MSS first), or
+/// another stack's. Kept out of line, away from the established path.
 #[inline(never)]
 fn shift_timestamps_found(segment: &mut [u8], tsval: u32, tsecr: u32) -> Delta {
     let Some(at) = TcpPacket::new_checked(&*segment)

@@ -143,8 +143,9 @@ pub struct Worker {
     /// Which of a service's SNIPs the next new flow tries first (they take turns).
     next_source: usize,
     /// When this worker last answered a SYN with a cookie (seconds): until two cookie
-    /// lifetimes later, an ACK of no flow is checked for one.
-    last_cookie_s: Option<u64>,
+    /// lifetimes later, an ACK of no flow is checked for one. From the start (the daemon's
+    /// clock at 0), as the daemon this one replaced may have given cookies.
+    last_cookie_s: u64,
     /// SYN cookies under pressure go on until then (seconds).
     cookies_until_s: u64,
     /// The wall clock (ms) at the daemon clock's zero: the TCP timestamps toward services
@@ -203,7 +204,7 @@ impl Worker {
             steering: None,
             workers: setup.workers,
             next_source: 0,
-            last_cookie_s: None,
+            last_cookie_s: 0,
             cookies_until_s: 0,
             timestamp_origin_ms: 0,
         };

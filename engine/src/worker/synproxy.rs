@@ -86,14 +86,15 @@ impl Worker {
         if opening && !self.cookies_on(now_s) {
             return None;
         }
-        let recent = self
-            .last_cookie_s
-            .is_some_and(|t| now_s.saturating_sub(t) < COOKIE_ACKS_S);
+        let recent = now_s.saturating_sub(self.last_cookie_s) < COOKIE_ACKS_S;
         if !opening && (!ip.tcp.ack || ip.tcp.syn || ip.tcp.fin || !recent) {
             return None;
         }
         let vs = self.tables.vserver_for(ip.dst, ip.proto, ip.dst_port)?;
         let tuple = ((ip.src, ip.src_port), (ip.dst, ip.dst_port));
+        // Cookies count wall-clock time, as their keys outlive the daemon: a restarted one
+        // (its own clock at zero) takes the cookies its predecessor gave.
+        let cookie_s = self.timestamp_origin_ms.wrapping_add(now_ms) / 1000;
         let n = wire::tcp_numbers(frame, ip)?;
         if opening {
             if !self.tables.vservers[vs as usize].enabled {
@@ -102,7 +103,7 @@ impl Worker {
             if self.outbox.len() >= OUTBOX - OUTBOX_RESERVED {
                 return Some(Verdict::Drop(DropReason::TxFull)); // the client sends it again
             }
-            let cookie = syncookie::make(tuple, n.seq, wire::tcp_mss(frame, ip), now_s);
+            let cookie = syncookie::make(tuple, n.seq, wire::tcp_mss(frame, ip), cookie_s);
             let leg = Leg {
                 port: in_port,
                 mac: wire::src_mac(frame),
@@ -116,7 +117,7 @@ impl Worker {
                 let addrs = (leg.ours, leg.theirs);
                 wire::tcp_handshake(buf, macs, addrs, (cookie, Some(ack)), 0, 1460)
             });
-            self.last_cookie_s = Some(now_s);
+            self.last_cookie_s = now_s;
             self.stats.syn_cookies_sent += 1;
             return Some(Verdict::Consumed);
         }
@@ -125,7 +126,7 @@ impl Worker {
         let cookie = n.ack.wrapping_sub(1);
         let Some((isn, mss)) = [n.seq.wrapping_sub(1), n.seq]
             .into_iter()
-            .find_map(|isn| syncookie::check(tuple, isn, cookie, now_s).map(|mss| (isn, mss)))
+            .find_map(|isn| syncookie::check(tuple, isn, cookie, cookie_s).map(|mss| (isn, mss)))
         else {
             self.stats.syn_cookies_failed += 1;
             return None;
