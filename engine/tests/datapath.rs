@@ -1202,6 +1202,23 @@ fn segment(
     v
 }
 
+/// The client's segment after a cookie's SYN+ACK (its SYN numbered 5000): its handshake's
+/// ACK with `payload` empty, else data.
+fn cookie_ack(
+    client: (Ipv4Addr, u16),
+    vip: (Ipv4Addr, u16),
+    cookie: u32,
+    payload: &[u8],
+) -> Vec<u8> {
+    segment(
+        CLIENT_MAC,
+        (client, vip),
+        (5001, Some(cookie + 1)),
+        false,
+        payload,
+    )
+}
+
 /// The frames the worker built, each checked by [`tcp_out`], with their TCP headers.
 fn own_tcp_frames(lab: &mut Lab) -> Vec<(Segment, etherparse::TcpHeader)> {
     let mut out = Vec::new();
@@ -1234,13 +1251,7 @@ fn a_worker_of_a_restarted_daemon_takes_its_predecessors_cookie() {
     after
         .worker
         .set_timestamp_origin(wall_ms_at_start + 100_000);
-    let mut ack = segment(
-        CLIENT_MAC,
-        (client, vip),
-        (5001, Some(cookie + 1)),
-        false,
-        b"",
-    );
+    let mut ack = cookie_ack(client, vip, cookie, b"");
     assert_eq!(after.run(&mut ack), Verdict::Consumed);
     assert_eq!(after.worker.stats.syn_cookies_valid, 1);
     assert_eq!(after.worker.flows().len(), 1);
@@ -1273,26 +1284,14 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     let cookie = synack.sequence_number;
     // An ACK that proves no cookie opens nothing (and is reset).
     let stranger = (CLIENT, 40_001);
-    let mut forged = segment(
-        CLIENT_MAC,
-        (stranger, vip),
-        (5001, Some(cookie + 1)),
-        false,
-        b"",
-    );
+    let mut forged = cookie_ack(stranger, vip, cookie, b"");
     assert_eq!(lab.run(&mut forged), Verdict::Drop(DropReason::NoFlow));
     assert_eq!(lab.worker.stats.syn_cookies_failed, 1);
     assert!(own_tcp_frames(&mut lab).iter().all(|(_, t)| t.rst));
     // The client's ACK proves its cookie: the engine's SYN goes to a service, with an ISN
     // of the engine's (clock-driven, so a SNAT tuple's SYNs only grow) and the MSS the
     // cookie carried.
-    let mut ack = segment(
-        CLIENT_MAC,
-        (client, vip),
-        (5001, Some(cookie + 1)),
-        false,
-        b"",
-    );
+    let mut ack = cookie_ack(client, vip, cookie, b"");
     assert_eq!(lab.run(&mut ack), Verdict::Consumed);
     assert_eq!(lab.worker.flows().len(), 1);
     let out = own_tcp_frames(&mut lab);
@@ -1310,13 +1309,7 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
         "{mss:?}"
     );
     // The client's request before the service answered waits (the client sends it again).
-    let mut early = segment(
-        CLIENT_MAC,
-        (client, vip),
-        (5001, Some(cookie + 1)),
-        false,
-        b"GET",
-    );
+    let mut early = cookie_ack(client, vip, cookie, b"GET");
     assert_eq!(
         lab.run(&mut early),
         Verdict::Drop(DropReason::AwaitingService)
@@ -1367,13 +1360,7 @@ fn the_syn_proxy_answers_syns_itself_and_joins_both_sides_with_shifted_numbers()
     );
     // From now on every segment is shifted: acknowledgements toward the service, sequence
     // numbers toward the client (checksums verified by tcp_out).
-    let mut request = segment(
-        CLIENT_MAC,
-        (client, vip),
-        (5001, Some(cookie + 1)),
-        false,
-        b"GET",
-    );
+    let mut request = cookie_ack(client, vip, cookie, b"GET");
     assert_eq!(lab.run(&mut request), Verdict::Tx { port: 0 });
     let tcp = TcpHeaderSlice::from_slice(&request[34..]).unwrap();
     assert_eq!(
