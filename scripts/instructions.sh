@@ -14,7 +14,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "| path | checksums | instructions/frame |"
 echo "|---|---|---|"
-for mode in new-flow established established-timestamps; do
+for mode in new-flow new-flow-linux established established-timestamps; do
     for sums in verified trusted; do
         frames=$(valgrind --tool=callgrind --callgrind-out-file="$out/cg" \
             --toggle-collect='*measured_burst*' "$bin" "$mode" "$sums" "$bursts" 2>"$out/log")

@@ -6,7 +6,7 @@
 //! `bash scripts/instructions.sh` (builds this, runs it under callgrind, divides).
 //!
 //! Modes: `new-flow` (SYNs of new connections in a running worker, then their resets and its
-//! housekeeping, uncounted), `established` (128-byte frames of open flows of clients without
+//! housekeeping, uncounted; `new-flow-linux`: the SYNs with Linux's options), `established` (128-byte frames of open flows of clients without
 //! TCP timestamps, renumbered), `established-timestamps` (the same with timestamps, whose
 //! TSval is moved instead), each on a port
 //! whose checksums are verified (`verified`) or trusted (`trusted`). The vserver is the datapath
@@ -14,7 +14,9 @@
 
 use engine::verdict::Verdict;
 use engine::worker::Worker;
-use fulcrum_benches::{Segment, client_segment, client_segment_timestamped, worker};
+use fulcrum_benches::{
+    Segment, client_segment, client_segment_timestamped, client_syn_linux, worker,
+};
 
 const BURST: usize = 64;
 
@@ -26,8 +28,9 @@ fn measured_burst(w: &mut Worker, now: u64, frames: &mut [Vec<u8>]) -> [Verdict;
     verdicts
 }
 
-/// SYN bursts of new connections in a running worker; returns the frames counted.
-fn new_flows(w: &mut Worker, bursts: u64) -> u64 {
+/// SYN bursts of new connections in a running worker (SYNs as Linux sends them, with
+/// options, or bare); returns the frames counted.
+fn new_flows(w: &mut Worker, bursts: u64, linux: bool) -> u64 {
     let (mut now, mut client_port) = (10u64, 0u16);
     for _ in 0..bursts {
         now += 25;
@@ -39,7 +42,13 @@ fn new_flows(w: &mut Worker, bursts: u64) -> u64 {
             .collect();
         let mut syns: Vec<Vec<u8>> = ports
             .iter()
-            .map(|&p| client_segment(p, Segment::Syn, b""))
+            .map(|&p| {
+                if linux {
+                    client_syn_linux(p, 1_000_000)
+                } else {
+                    client_segment(p, Segment::Syn, b"")
+                }
+            })
             .collect();
         let verdicts = measured_burst(w, now, &mut syns);
         assert!(
@@ -88,7 +97,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or_else(|| default.into());
     let (mode, checksums, bursts) = (arg(0, "new-flow"), arg(1, "verified"), arg(2, "3000"));
-    let usage = "usage: instructions [new-flow|established|established-timestamps] \
+    let usage = "usage: instructions [new-flow|new-flow-linux|established|established-timestamps] \
                  [verified|trusted] [BURSTS]";
     let Ok(bursts) = bursts.parse::<u64>() else {
         eprintln!("ERROR: bursts must be a number, not {bursts:?}\n{usage}");
@@ -104,12 +113,14 @@ fn main() {
         }
     }
     let frames = match mode.as_str() {
-        "new-flow" => new_flows(&mut w, bursts),
+        "new-flow" => new_flows(&mut w, bursts, false),
+        "new-flow-linux" => new_flows(&mut w, bursts, true),
         "established" => established(&mut w, bursts, false),
         "established-timestamps" => established(&mut w, bursts, true),
         other => {
             eprintln!(
-                "ERROR: the mode is new-flow, established or established-timestamps, not {other:?}\n{usage}"
+                "ERROR: the mode is new-flow, new-flow-linux, established or \
+                 established-timestamps, not {other:?}\n{usage}"
             );
             std::process::exit(2);
         }

@@ -95,6 +95,15 @@ pub fn client_segment_timestamped(
     segment_with_options(src_port, kind, payload, &options)
 }
 
+/// A client's SYN as Linux sends it (MSS, SACK permitted, timestamps with TSval `tsval`, NOP,
+/// window scale), from `src_port` to the vserver.
+pub fn client_syn_linux(src_port: u16, tsval: u32) -> Vec<u8> {
+    let mut options = vec![2, 4, 0x05, 0xb4, 4, 2, 8, 10];
+    options.extend_from_slice(&tsval.to_be_bytes());
+    options.extend_from_slice(&[0, 0, 0, 0, 1, 3, 3, 7]);
+    segment_with_options(src_port, Segment::Syn, b"", &options)
+}
+
 fn segment_with_options(src_port: u16, kind: Segment, payload: &[u8], options: &[u8]) -> Vec<u8> {
     let seq = if kind == Segment::Reset { 2 } else { 1 };
     let b = PacketBuilder::ethernet2(CLIENT_MAC, LB_MAC)

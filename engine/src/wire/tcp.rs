@@ -25,6 +25,7 @@ pub const FLAG_ACK: u8 = 0x10;
 const OPTION_END: u8 = 0;
 const OPTION_NOP: u8 = 1;
 pub const OPTION_MSS: u8 = 2;
+const OPTION_SACK_PERMITTED: u8 = 4;
 const OPTION_SACK: u8 = 5;
 const OPTION_TIMESTAMPS: u8 = 8;
 
@@ -41,6 +42,21 @@ pub const USUAL_TIMESTAMPS_END: usize = USUAL_TSVAL_AT + 8;
 pub fn has_usual_timestamps(header: &[u8; USUAL_TIMESTAMPS_END]) -> bool {
     usize::from(header[field::DATA_OFFSET] >> 4) * 4 >= USUAL_TIMESTAMPS_END
         && header[field::MIN_HEADER_END..USUAL_TSVAL_AT] == USUAL_TIMESTAMPS
+}
+
+/// Where Linux puts the timestamps in its SYN and SYN+ACK: after the MSS (4 bytes) and SACK
+/// permitted (2), so a new flow's SYN is read without walking the options either.
+const LINUX_SYN_TSVAL_AT: usize = field::MIN_HEADER_END + 8;
+const LINUX_SYN_TIMESTAMPS_END: usize = LINUX_SYN_TSVAL_AT + 8;
+
+/// Whether a TCP header's options start as Linux's SYN does: MSS, SACK permitted, timestamps.
+#[inline(always)]
+fn has_linux_syn_timestamps(header: &[u8; LINUX_SYN_TIMESTAMPS_END]) -> bool {
+    const AFTER_MSS: [u8; 4] = [OPTION_SACK_PERMITTED, 2, OPTION_TIMESTAMPS, 10];
+    let at = field::MIN_HEADER_END;
+    usize::from(header[field::DATA_OFFSET] >> 4) * 4 >= LINUX_SYN_TIMESTAMPS_END
+        && header[at..at + 2] == [OPTION_MSS, 4]
+        && header[at + 4..at + 8] == AFTER_MSS
 }
 
 super::view!(
@@ -112,6 +128,11 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
             && has_usual_timestamps(header)
         {
             return Some(USUAL_TSVAL_AT);
+        }
+        if let Some(header) = b.first_chunk::<LINUX_SYN_TIMESTAMPS_END>()
+            && has_linux_syn_timestamps(header)
+        {
+            return Some(LINUX_SYN_TSVAL_AT);
         }
         self.option_at(OPTION_TIMESTAMPS, 10)
     }
@@ -194,5 +215,33 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
 
     pub fn set_checksum(&mut self, sum: u16) {
         set_be16(self.buffer.as_mut(), field::CHECKSUM, sum);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The layouts found without a walk are found where the walk finds them, and no
+        /// header is read otherwise than the walk reads it.
+        #[test]
+        fn timestamps_are_found_where_walking_the_options_finds_them(
+            layout in 0usize..3,
+            words in 0usize..=10,
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 40),
+        ) {
+            let mut b = vec![0u8; 20];
+            b[12] = ((5 + words) as u8) << 4;
+            b.extend_from_slice(&bytes);
+            let prefix: &[u8] = match layout {
+                0 => &[OPTION_NOP, OPTION_NOP, OPTION_TIMESTAMPS, 10],
+                1 => &[OPTION_MSS, 4, 5, 0xb4, OPTION_SACK_PERMITTED, 2, OPTION_TIMESTAMPS, 10],
+                _ => &[],
+            };
+            b[20..20 + prefix.len()].copy_from_slice(prefix);
+            let tcp = TcpPacket::new_unchecked(&b[..]);
+            proptest::prop_assert_eq!(tcp.timestamps_at(), tcp.option_at(OPTION_TIMESTAMPS, 10));
+        }
     }
 }
