@@ -564,7 +564,7 @@ impl Worker {
             )?
         };
         let snip = if svc.usip { ip.src } else { pool };
-        let wall_ms = self.timestamp_origin_ms.wrapping_add(now_ms);
+        let wall_ms = self.wall_ms(now_ms);
         // Without timestamps, a SYN on a tuple the service holds in TIME_WAIT is accepted only
         // if its sequence number is above the old connection's: the engine numbers it from
         // the tuple's own clock, which only grows. (With USIP the tuple is the client's own,

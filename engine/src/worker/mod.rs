@@ -240,6 +240,13 @@ impl Worker {
         self.timestamp_origin_ms = wall_ms_at_zero;
     }
 
+    /// The wall clock (ms) at the daemon's `now_ms`: what outlives the daemon counts in it
+    /// (timestamps and ISNs toward services, SYN cookies).
+    #[inline(always)]
+    fn wall_ms(&self, now_ms: u64) -> u64 {
+        self.timestamp_origin_ms.wrapping_add(now_ms)
+    }
+
     pub fn ports(&self) -> usize {
         self.macs.len()
     }

@@ -94,7 +94,7 @@ impl Worker {
         let tuple = ((ip.src, ip.src_port), (ip.dst, ip.dst_port));
         // Cookies count wall-clock time, as their keys outlive the daemon: a restarted one
         // (its own clock at zero) takes the cookies its predecessor gave.
-        let cookie_s = self.timestamp_origin_ms.wrapping_add(now_ms) / 1000;
+        let cookie_s = self.wall_ms(now_ms) / 1000;
         let n = wire::tcp_numbers(frame, ip)?;
         if opening {
             if !self.tables.vservers[vs as usize].enabled {
@@ -164,7 +164,7 @@ impl Worker {
             cookie, client_isn, ..
         } = flow.numbering
         {
-            let wall_ms = self.timestamp_origin_ms.wrapping_add(now_ms);
+            let wall_ms = self.wall_ms(now_ms);
             let service_isn = syncookie::service_isn((flow.snip, flow.service_addr), wall_ms);
             self.set_numbering(
                 slot,
